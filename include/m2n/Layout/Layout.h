@@ -1,0 +1,148 @@
+//===- Layout.h - Which box of a global tensor each rank holds --*- C++ -*-===//
+//
+// The layout model of m2n. It answers, with exactly torch DTensor's semantics,
+// which box of a tensor of global shape G each rank of a device mesh holds,
+// and where the boxes of two layouts of one tensor overlap.
+//
+// The library depends on the C++ standard library only: the compiler, the
+// tools and the tests share it, and it needs neither MLIR nor LLVM.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef M2N_LAYOUT_LAYOUT_H
+#define M2N_LAYOUT_LAYOUT_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace m2n {
+
+/// Tensors and meshes have at most this many dimensions.
+constexpr int64_t kMaxTensorRank = 8;
+constexpr int64_t kMaxMeshRank = 8;
+
+/// How a tensor is laid out along one mesh axis: replicated on every rank of
+/// the axis, or split along one tensor dimension as torch.chunk splits it.
+struct Placement {
+  /// The split tensor dimension, or kReplicate.
+  int64_t dim = kReplicate;
+  static constexpr int64_t kReplicate = -1;
+
+  static Placement replicate() { return Placement{kReplicate}; }
+  static Placement shard(int64_t dim) { return Placement{dim}; }
+  bool isReplicate() const { return dim == kReplicate; }
+  bool isShard() const { return dim != kReplicate; }
+  bool operator==(const Placement &other) const { return dim == other.dim; }
+  bool operator!=(const Placement &other) const { return dim != other.dim; }
+  /// "R" or "S(d)".
+  std::string str() const;
+};
+
+/// A rectangular region of a tensor: per dimension an offset and a size.
+/// A box with any size 0 is empty.
+struct Box {
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> sizes;
+
+  int64_t rank() const { return static_cast<int64_t>(sizes.size()); }
+  /// Number of elements (0 for an empty box, 1 for a rank-0 box).
+  int64_t volume() const;
+  bool empty() const { return volume() == 0; }
+  bool operator==(const Box &other) const {
+    return offsets == other.offsets && sizes == other.sizes;
+  }
+  bool operator!=(const Box &other) const { return !(*this == other); }
+  /// "[o0:s0, o1:s1]" (offset:size per dimension).
+  std::string str() const;
+};
+
+/// The whole tensor of the given shape.
+Box fullBox(const std::vector<int64_t> &shape);
+
+/// The intersection of two boxes of equal rank; its sizes are all 0 when the
+/// boxes do not overlap (offsets then are unspecified but in range).
+Box intersect(const Box &a, const Box &b);
+
+/// Whether `inner` lies wholly within `outer`.
+bool contains(const Box &outer, const Box &inner);
+
+/// A device mesh: a row-major grid of ranks. The rank at linear index i is
+/// ranks[i].
+struct Mesh {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> ranks;
+
+  /// A mesh over the contiguous ranks start, start+1, ... .
+  static Mesh contiguous(std::vector<int64_t> shape, int64_t start);
+  /// The number of ranks, the product of the shape.
+  int64_t size() const;
+  /// Row-major coordinates of the rank at `linearIndex`.
+  std::vector<int64_t> coords(int64_t linearIndex) const;
+};
+
+/// torch.chunk's split of an extent `n` into `k` pieces: piece `i` starts at
+/// min(i*c, n) and ends at min((i+1)*c, n), with c = ceil(n / k). Trailing
+/// pieces may be smaller or empty (10 over 4 -> 3,3,3,1; 5 over 4 -> 2,2,1,0).
+struct Chunk {
+  int64_t offset;
+  int64_t size;
+};
+Chunk chunk(int64_t n, int64_t k, int64_t i);
+
+/// The box held by the rank at `linearIndex` of `mesh`, for a tensor of
+/// `shape` with one placement per mesh axis. Placements apply from mesh axis
+/// 0 to the last; each Shard(d) chunks the current local extent of dim d.
+/// The inputs must be valid (see checkMesh and checkPlacements).
+Box localBox(const std::vector<int64_t> &shape, const Mesh &mesh,
+             const std::vector<Placement> &placements, int64_t linearIndex);
+
+/// localBox for every linear index of the mesh, in order.
+std::vector<Box> localBoxes(const std::vector<int64_t> &shape, const Mesh &mesh,
+                            const std::vector<Placement> &placements);
+
+/// A tensor laid out on a mesh.
+struct Layout {
+  const Mesh *mesh;
+  std::vector<Placement> placements;
+};
+
+/// A non-empty region held by `srcRank` in one layout and by `dstRank` in
+/// another.
+struct Overlap {
+  int64_t srcRank;
+  int64_t dstRank;
+  Box box;
+  bool operator==(const Overlap &other) const {
+    return srcRank == other.srcRank && dstRank == other.dstRank &&
+           box == other.box;
+  }
+};
+
+/// Every non-empty overlap between a box of `src` and a box of `dst` of one
+/// tensor of `shape`, ordered by destination mesh index, then source mesh
+/// index. Replicated boxes yield one overlap per holder.
+std::vector<Overlap> overlaps(const std::vector<int64_t> &shape,
+                              const Layout &src, const Layout &dst);
+
+//===----------------------------------------------------------------------===//
+// Validation. Each returns an empty string when the input is valid and
+// otherwise a message that says what is wrong (without naming the mesh or
+// tensor: the caller knows its name and where it came from).
+//===----------------------------------------------------------------------===//
+
+/// Mesh rank 1..kMaxMeshRank, positive dims, as many ranks as the product of
+/// the shape, ranks non-negative and distinct.
+std::string checkMesh(const std::vector<int64_t> &shape,
+                      const std::vector<int64_t> &ranks);
+
+/// Tensor rank 0..kMaxTensorRank and non-negative dims.
+std::string checkTensorShape(const std::vector<int64_t> &shape);
+
+/// One placement per mesh axis, each shard dim within the tensor's rank.
+std::string checkPlacements(const std::vector<Placement> &placements,
+                            int64_t meshRank, int64_t tensorRank);
+
+} // namespace m2n
+
+#endif // M2N_LAYOUT_LAYOUT_H
