@@ -64,7 +64,8 @@ Box fullBox(const std::vector<int64_t> &shape);
 /// boxes do not overlap (offsets then are unspecified but in range).
 Box intersect(const Box &a, const Box &b);
 
-/// Whether `inner` lies wholly within `outer`.
+/// Whether `inner` lies wholly within `outer`. An empty `inner` lies within
+/// any box of its rank.
 bool contains(const Box &outer, const Box &inner);
 
 /// A device mesh: a row-major grid of ranks. The rank at linear index i is
@@ -131,12 +132,14 @@ std::vector<Overlap> overlaps(const std::vector<int64_t> &shape,
 // tensor: the caller knows its name and where it came from).
 //===----------------------------------------------------------------------===//
 
-/// Mesh rank 1..kMaxMeshRank, positive dims, as many ranks as the product of
-/// the shape, ranks non-negative and distinct.
+/// Mesh rank 1..kMaxMeshRank, positive dims, at most 2^24 ranks, as many
+/// ranks as the product of the shape, ranks non-negative and distinct.
 std::string checkMesh(const std::vector<int64_t> &shape,
                       const std::vector<int64_t> &ranks);
 
-/// Tensor rank 0..kMaxTensorRank and non-negative dims.
+/// Tensor rank 0..kMaxTensorRank, non-negative dims, and a product of the
+/// nonzero dims of at most 2^62, so that element counts, offsets and strides
+/// fit in int64 (even for an empty tensor).
 std::string checkTensorShape(const std::vector<int64_t> &shape);
 
 /// One placement per mesh axis, each shard dim within the tensor's rank.
