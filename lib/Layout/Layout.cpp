@@ -15,10 +15,6 @@ using namespace m2n;
 
 namespace {
 
-/// Meshes beyond this many ranks are rejected, which also keeps every mesh
-/// index and product of mesh dims far from overflow.
-constexpr int64_t kMaxMeshSize = int64_t(1) << 24;
-
 /// Tensors beyond this many elements are rejected, so that volumes, offsets
 /// and products of dims computed downstream cannot overflow int64.
 constexpr int64_t kMaxTensorElements = int64_t(1) << 62;
@@ -206,8 +202,7 @@ std::vector<Overlap> m2n::overlaps(const std::vector<int64_t> &shape,
   return result;
 }
 
-std::string m2n::checkMesh(const std::vector<int64_t> &shape,
-                           const std::vector<int64_t> &ranks) {
+std::string m2n::checkMeshShape(const std::vector<int64_t> &shape) {
   int64_t meshRank = static_cast<int64_t>(shape.size());
   if (meshRank < 1 || meshRank > kMaxMeshRank)
     return "mesh rank must be between 1 and " + std::to_string(kMaxMeshRank) +
@@ -220,7 +215,14 @@ std::string m2n::checkMesh(const std::vector<int64_t> &shape,
   if (productOfNonZeroExceeds(shape, kMaxMeshSize))
     return "mesh shape " + formatList(shape) + " has more than " +
            std::to_string(kMaxMeshSize) + " ranks";
+  return "";
+}
 
+std::string m2n::checkMesh(const std::vector<int64_t> &shape,
+                           const std::vector<int64_t> &ranks) {
+  std::string problem = checkMeshShape(shape);
+  if (!problem.empty())
+    return problem;
   int64_t expected = Mesh{shape, {}}.size();
   if (static_cast<int64_t>(ranks.size()) != expected)
     return "mesh shape " + formatList(shape) + " needs " +

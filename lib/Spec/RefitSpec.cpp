@@ -30,10 +30,6 @@ namespace json = llvm::json;
 /// The format version this parser reads.
 static constexpr int64_t kSpecVersion = 1;
 
-/// More ranks than any cluster has; the bound keeps {"start": k} from
-/// expanding a mistyped shape into billions of ranks.
-static constexpr int64_t kMaxMeshSize = int64_t(1) << 20;
-
 const MeshSpec *RefitSpec::findMesh(StringRef name) const {
   for (const MeshSpec &mesh : meshes)
     if (mesh.name == name)
@@ -257,31 +253,8 @@ static Error checkUnique(llvm::StringMap<size_t> &seen, StringRef name,
 
 //===--- Meshes -----------------------------------------------------------===//
 
-/// The number of ranks of a mesh of `shape`, capped at kMaxMeshSize + 1 so
-/// that it cannot overflow; nullopt when a dim is not positive (checkMesh
-/// then says what is wrong).
-static std::optional<int64_t> meshSize(llvm::ArrayRef<int64_t> shape) {
-  int64_t size = 1;
-  for (int64_t dim : shape) {
-    if (dim <= 0)
-      return std::nullopt;
-    size = dim > kMaxMeshSize / size ? kMaxMeshSize + 1 : size * dim;
-  }
-  return size;
-}
-
-/// Runs before anything materializes or counts the mesh's ranks.
-static Error checkMeshSize(llvm::ArrayRef<int64_t> shape, const Where &where) {
-  std::optional<int64_t> size = meshSize(shape);
-  if (size && *size > kMaxMeshSize)
-    return fail(where, llvm::formatv("a mesh of more than {0} ranks is not "
-                                     "supported",
-                                     kMaxMeshSize));
-  return Error::success();
-}
-
 /// Reads {"start": k}, the ranks k, k+1, ... in row-major order, or an
-/// explicit list of ranks. Runs after checkMeshSize.
+/// explicit list of ranks. Runs after checkMeshShape has accepted `shape`.
 static Error readRanks(const json::Value &value, const Where &where,
                        llvm::ArrayRef<int64_t> shape,
                        std::vector<int64_t> &ranks) {
@@ -296,15 +269,12 @@ static Error readRanks(const json::Value &value, const Where &where,
   if (start < 0)
     return fail(where.key("start"),
                 llvm::formatv("must be non-negative, got {0}", start));
-  // checkMeshSize has bounded the size. With a bad shape there are no ranks
-  // to expand; checkMesh then reports the shape.
-  std::optional<int64_t> size = meshSize(shape);
-  if (!size)
-    return Error::success();
-  if (*size - 1 > std::numeric_limits<int64_t>::max() - start)
+  int64_t size = Mesh{std::vector<int64_t>(shape.begin(), shape.end()), {}}
+                     .size();
+  if (size - 1 > std::numeric_limits<int64_t>::max() - start)
     return fail(where.key("start"), "the mesh's ranks exceed the 64-bit range");
-  ranks.resize(*size);
-  for (int64_t i = 0; i < *size; ++i)
+  ranks.resize(size);
+  for (int64_t i = 0; i < size; ++i)
     ranks[i] = start + i;
   return Error::success();
 }
@@ -342,14 +312,16 @@ static Error readMesh(const json::Value &value, size_t i,
   if (Error error =
           readInts(*object->get("shape"), where.key("shape"), mesh.shape))
     return error;
-  if (Error error = checkMeshSize(mesh.shape, where.key("shape")))
-    return error;
+  std::string shapeProblem = checkMeshShape(mesh.shape);
+  if (!shapeProblem.empty())
+    return fail(where.key("shape"), shapeProblem);
   if (Error error = readRanks(*object->get("ranks"), where.key("ranks"),
                               mesh.shape, mesh.ranks))
     return error;
+  // The shape passed checkMeshShape, so what is left is about the ranks.
   std::string problem = checkMesh(mesh.shape, mesh.ranks);
   if (!problem.empty())
-    return fail(where, problem);
+    return fail(where.key("ranks"), problem);
   const json::Value *axes = object->get("axes");
   if (!axes)
     return Error::success();

@@ -400,29 +400,38 @@ TEST(Reject, RanksStart) {
             "mesh's ranks exceed the 64-bit range");
 }
 
+/// The size is checked before {"start": k} expands into ranks.
 TEST(Reject, MeshSize) {
-  const char *expected = "spec.json: error: meshes[0] (\"train\"): shape: a "
-                         "mesh of more than 1048576 ranks is not supported";
-  EXPECT_EQ(errorOf(meshWith("shape", "[1024, 1025]")), expected);
-  EXPECT_EQ(errorOf(meshWith("shape", "[4294967296, 4294967296]")), expected);
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{4096, 4097},
+        std::vector<int64_t>{4294967296, 4294967296}}) {
+    std::string problem = checkMeshShape(shape);
+    ASSERT_NE(problem, "");
+    std::string text = "[" + std::to_string(shape[0]) + ", " +
+                       std::to_string(shape[1]) + "]";
+    EXPECT_EQ(errorOf(meshWith("shape", text)),
+              "spec.json: error: meshes[0] (\"train\"): shape: " + problem);
+  }
 }
 
-/// The layout model words the mesh checks; the parser prefixes the mesh.
+/// The layout model words the mesh checks; the parser prefixes the mesh and
+/// the key that is wrong.
 TEST(Reject, MeshChecks) {
   struct Case {
-    const char *shape, *ranks;
+    const char *shape, *ranks, *key;
     std::vector<int64_t> shapeValue, ranksValue;
   } cases[] = {
-      {"[]", R"j({"start": 0})j", {}, {0}},
+      {"[]", R"j({"start": 0})j", "shape", {}, {0}},
       {"[1, 1, 1, 1, 1, 1, 1, 1, 1]",
        R"j({"start": 0})j",
+       "shape",
        {1, 1, 1, 1, 1, 1, 1, 1, 1},
        {0}},
-      {"[2, 0]", R"j({"start": 0})j", {2, 0}, {}},
-      {"[-2, -4]", R"j({"start": 0})j", {-2, -4}, {}},
-      {"[2, 4]", "[0, 1, 2]", {2, 4}, {0, 1, 2}},
-      {"[2]", "[0, -1]", {2}, {0, -1}},
-      {"[2, 2]", "[0, 1, 2, 1]", {2, 2}, {0, 1, 2, 1}},
+      {"[2, 0]", R"j({"start": 0})j", "shape", {2, 0}, {}},
+      {"[-2, -4]", R"j({"start": 0})j", "shape", {-2, -4}, {}},
+      {"[2, 4]", "[0, 1, 2]", "ranks", {2, 4}, {0, 1, 2}},
+      {"[2]", "[0, -1]", "ranks", {2}, {0, -1}},
+      {"[2, 2]", "[0, 1, 2, 1]", "ranks", {2, 2}, {0, 1, 2, 1}},
   };
   for (const Case &c : cases) {
     std::string problem = checkMesh(c.shapeValue, c.ranksValue);
@@ -431,8 +440,9 @@ TEST(Reject, MeshChecks) {
         specWith(std::string(R"j([{"name": "train", "shape": )j") + c.shape +
                      R"j(, "ranks": )j" + c.ranks + "}]",
                  "[]");
-    EXPECT_EQ(errorOf(spec),
-              "spec.json: error: meshes[0] (\"train\"): " + problem);
+    EXPECT_EQ(errorOf(spec), std::string("spec.json: error: meshes[0] "
+                                         "(\"train\"): ") +
+                                 c.key + ": " + problem);
   }
 }
 
@@ -553,11 +563,15 @@ TEST(Reject, TensorShape) {
   ASSERT_NE(tooLong, "");
   EXPECT_EQ(errorOf(tensorWith("shape", "[1, 1, 1, 1, 1, 1, 1, 1, 1]")),
             "spec.json: error: tensors[0] (\"w\"): shape: " + tooLong);
+  std::string tooMany = checkTensorShape({4294967296, 4294967296});
+  ASSERT_NE(tooMany, "");
   EXPECT_EQ(errorOf(tensorWith("shape", "[4294967296, 4294967296]")),
+            "spec.json: error: tensors[0] (\"w\"): shape: " + tooMany);
+  // 2^62 elements pass the layout model, but not at two bytes each.
+  ASSERT_EQ(checkTensorShape({1073741824, 1073741824, 4}), "");
+  EXPECT_EQ(errorOf(tensorWith("shape", "[1073741824, 1073741824, 4]")),
             "spec.json: error: tensors[0] (\"w\"): shape: the tensor's size in "
             "bytes overflows 64 bits");
-  EXPECT_EQ(errorOf(tensorWith("shape", "[0, 4294967296, 4294967296]")),
-            "parsed");
 }
 
 TEST(Reject, PlacementCount) {

@@ -21,6 +21,9 @@ namespace m2n {
 /// Tensors and meshes have at most this many dimensions.
 constexpr int64_t kMaxTensorRank = 8;
 constexpr int64_t kMaxMeshRank = 8;
+/// Meshes have at most this many ranks, which keeps every mesh index and
+/// product of mesh dims far from overflow.
+constexpr int64_t kMaxMeshSize = int64_t(1) << 24;
 
 /// How a tensor is laid out along one mesh axis: replicated on every rank of
 /// the axis, or split along one tensor dimension as torch.chunk splits it.
@@ -132,8 +135,11 @@ std::vector<Overlap> overlaps(const std::vector<int64_t> &shape,
 // tensor: the caller knows its name and where it came from).
 //===----------------------------------------------------------------------===//
 
-/// Mesh rank 1..kMaxMeshRank, positive dims, at most 2^24 ranks, as many
-/// ranks as the product of the shape, ranks non-negative and distinct.
+/// Mesh rank 1..kMaxMeshRank, positive dims, at most kMaxMeshSize ranks.
+std::string checkMeshShape(const std::vector<int64_t> &shape);
+
+/// checkMeshShape, then as many ranks as the product of the shape, ranks
+/// non-negative and distinct.
 std::string checkMesh(const std::vector<int64_t> &shape,
                       const std::vector<int64_t> &ranks);
 

@@ -1,0 +1,132 @@
+//===- M2NOps.td - m2n operations --------------------------*- tablegen -*-===//
+
+#ifndef M2N_DIALECT_M2N_IR_M2NOPS_TD
+#define M2N_DIALECT_M2N_IR_M2NOPS_TD
+
+include "m2n/Dialect/M2N/IR/M2NAttrs.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def M2N_RefitOp : M2N_Op<"refit", [
+    IsolatedFromAbove, NoTerminator, SingleBlock, NoRegionArguments,
+    Symbol, SymbolTable]> {
+  let summary = "A refit: meshes, tensors, and one reshard per tensor";
+  let description = [{
+    The root of a refit. Its body holds the `m2n.mesh` symbols of both
+    sides, one `m2n.tensor` per weight, and the `m2n.reshard` of each tensor.
+    One side may use many meshes (one per pipeline stage, a separate expert
+    mesh, ...). The ranks of the source and destination meshes may be
+    disjoint, overlap, or be the same (training and serving colocated).
+
+    The verifier rejects two tensors of one name and a tensor resharded more
+    than once.
+
+    Example:
+
+    ```mlir
+    m2n.refit @example {
+      m2n.mesh @train shape [2] ranks [0, 1]
+      m2n.mesh @gen shape [2] ranks [2, 3]
+      %w = m2n.tensor "w" : tensor<8x8xf32>
+      m2n.reshard %w from <@train, [S(0)]> to <@gen, [S(1)]> : tensor<8x8xf32>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name)>];
+}
+
+def M2N_MeshOp : M2N_Op<"mesh", [
+    Symbol, HasParent<"RefitOp">]> {
+  let summary = "A device mesh: a row-major grid of ranks";
+  let description = [{
+    Declares a mesh of the given shape over the given ranks, listed in
+    row-major order of the mesh coordinates: the rank at linear index `i` is
+    `ranks[i]`. `axes` optionally names the mesh axes.
+
+    The verifier requires 1 to 8 positive mesh dimensions, as many ranks as
+    the shape has elements, distinct non-negative ranks, and, when present,
+    one distinct non-empty name per axis.
+
+    Example:
+
+    ```mlir
+    m2n.mesh @train shape [2, 4] axes ["dp", "tp"] ranks [0, 1, 2, 3, 4, 5, 6, 7]
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       DenseI64ArrayAttr:$shape,
+                       OptionalAttr<StrArrayAttr>:$axes,
+                       DenseI64ArrayAttr:$ranks);
+  let assemblyFormat = [{
+    $sym_name `shape` $shape (`axes` $axes^)? `ranks` $ranks attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The mesh as the layout model represents it.
+    ::m2n::Mesh getMesh();
+  }];
+}
+
+def M2N_TensorOp : M2N_Op<"tensor", [
+    Pure, HasParent<"RefitOp">,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "A tensor of the refit: its name, element type and global shape";
+  let description = [{
+    Declares one weight of the refit by its name (as the engines and the
+    checkpoint files call it) and its global, unsharded type. The element
+    type is one of the dtypes that m2n moves: `bf16`, `f16`, `f32`, `f64`,
+    `f8E4M3FN`, `f8E5M2`, `i8`, `ui8`, `i16`, `ui16`, `i32`, `ui32`, `i64`,
+    `ui64`, and `i1` for booleans. The shape is static with 0 to 8
+    dimensions; a dimension may be 0.
+
+    Example:
+
+    ```mlir
+    %w = m2n.tensor "layers.0.mlp.up.weight" : tensor<14336x4096xbf16>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def M2N_ReshardOp : M2N_Op<"reshard", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Moves a tensor from a source layout to a destination layout";
+  let description = [{
+    After the refit, every rank of the destination mesh holds its box of the
+    tensor under the destination layout, taken from the ranks that hold it
+    under the source layout. The operand is the `m2n.tensor` being moved.
+
+    The verifier requires both meshes to exist, one placement per mesh axis,
+    and every sharded dimension within the tensor's rank. Its diagnostics
+    name the tensor and the mesh.
+
+    Example:
+
+    ```mlir
+    m2n.reshard %w from <@train, [R, S(0)]> to <@gen, [S(0)]> : tensor<14336x4096xbf16>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$tensor,
+                       M2N_LayoutAttr:$src,
+                       M2N_LayoutAttr:$dst);
+  let assemblyFormat = [{
+    $tensor `from` $src `to` $dst attr-dict `:` type($tensor)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The m2n.tensor that this reshard moves.
+    TensorOp getTensorOp();
+  }];
+}
+
+#endif // M2N_DIALECT_M2N_IR_M2NOPS_TD

@@ -1,0 +1,213 @@
+// RUN: m2n-opt %s -split-input-file -verify-diagnostics -allow-unregistered-dialect
+
+m2n.refit @r {
+  // expected-error @+1 {{'train': mesh rank must be between 1 and 8, got 0}}
+  m2n.mesh @train shape [] ranks []
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{'train': mesh rank must be between 1 and 8, got 9}}
+  m2n.mesh @train shape [1, 1, 1, 1, 1, 1, 1, 1, 1] ranks [0]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{'train': mesh dimension 1 must be positive, got 0}}
+  m2n.mesh @train shape [2, 0] ranks []
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{'train': mesh dimension 0 must be positive, got -2}}
+  m2n.mesh @train shape [-2] ranks [0, 1]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{'train': mesh shape [2, 4] needs 8 ranks, got 7}}
+  m2n.mesh @train shape [2, 4] ranks [0, 1, 2, 3, 4, 5, 6]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{'gen': rank -1 at index 1 is negative}}
+  m2n.mesh @gen shape [2] ranks [0, -1]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{'gen': rank 5 appears twice (indices 0 and 2)}}
+  m2n.mesh @gen shape [3] ranks [5, 6, 5]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{'gen': 1 axis names for a mesh of rank 2}}
+  m2n.mesh @gen shape [2, 2] axes ["dp"] ranks [0, 1, 2, 3]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{'gen': axis name 'tp' appears twice}}
+  m2n.mesh @gen shape [2, 2] axes ["tp", "tp"] ranks [0, 1, 2, 3]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{'gen': axis 1 has an empty name}}
+  m2n.mesh @gen shape [2, 2] axes ["tp", ""] ranks [0, 1, 2, 3]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-note @+1 {{see existing symbol definition here}}
+  m2n.mesh @gen shape [2] ranks [0, 1]
+  // expected-error @+1 {{redefinition of symbol named 'gen'}}
+  m2n.mesh @gen shape [2] ranks [2, 3]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-note @+1 {{first declared here}}
+  %a = m2n.tensor "w" : tensor<4xf32>
+  // expected-error @+1 {{tensor "w" is declared twice}}
+  %b = m2n.tensor "w" : tensor<4xf32>
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{tensor name must not be empty}}
+  %a = m2n.tensor "" : tensor<4xf32>
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{tensor "w": element type 'complex<f32>' is not one that m2n moves}}
+  %a = m2n.tensor "w" : tensor<4xcomplex<f32>>
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{tensor "w": element type 'si32' is not one that m2n moves}}
+  %a = m2n.tensor "w" : tensor<4xsi32>
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{tensor "w": tensor rank must be between 0 and 8, got 9}}
+  %a = m2n.tensor "w" : tensor<1x1x1x1x1x1x1x1x1xf32>
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{must be statically shaped tensor of any type values}}
+  %a = m2n.tensor "w" : tensor<?xf32>
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @train shape [2] ranks [0, 1]
+  m2n.mesh @gen shape [2] ranks [2, 3]
+  %a = m2n.tensor "w" : tensor<4xf32>
+  // expected-error @+1 {{tensor "w": source mesh @nowhere is not a 'm2n.mesh' of this refit}}
+  m2n.reshard %a from <@nowhere, [R]> to <@gen, [R]> : tensor<4xf32>
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @train shape [2] ranks [0, 1]
+  %a = m2n.tensor "w" : tensor<4xf32>
+  // expected-error @+1 {{tensor "w": destination mesh @gen is not a 'm2n.mesh' of this refit}}
+  m2n.reshard %a from <@train, [R]> to <@gen, [R]> : tensor<4xf32>
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @train shape [2, 2] ranks [0, 1, 2, 3]
+  m2n.mesh @gen shape [2] ranks [4, 5]
+  %a = m2n.tensor "w" : tensor<4xf32>
+  // expected-error @+1 {{tensor "w": source layout on mesh @train: expected 2 placements, one per mesh axis, got 1}}
+  m2n.reshard %a from <@train, [S(0)]> to <@gen, [R]> : tensor<4xf32>
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @train shape [2] ranks [0, 1]
+  m2n.mesh @gen shape [2] ranks [2, 3]
+  %a = m2n.tensor "w" : tensor<4x4xf32>
+  // expected-error @+1 {{tensor "w": destination layout on mesh @gen: placement 0 shards dimension 2 but the tensor has rank 2}}
+  m2n.reshard %a from <@train, [R]> to <@gen, [S(2)]> : tensor<4x4xf32>
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @train shape [2] ranks [0, 1]
+  m2n.mesh @gen shape [2] ranks [2, 3]
+  // expected-error @+1 {{tensor "w" is resharded 2 times; a refit moves each tensor once}}
+  %a = m2n.tensor "w" : tensor<4xf32>
+  m2n.reshard %a from <@train, [R]> to <@gen, [R]> : tensor<4xf32>
+  m2n.reshard %a from <@train, [R]> to <@gen, [S(0)]> : tensor<4xf32>
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @train shape [2] ranks [0, 1]
+  m2n.mesh @gen shape [2] ranks [2, 3]
+  %a = m2n.tensor "w" : tensor<4xf32>
+  // expected-error @+1 {{tensor "w": source mesh @a is not a 'm2n.mesh' of this refit}}
+  m2n.reshard %a from <@a, [R]> to <@gen, [R]> : tensor<4xf32>
+  // A symbol that is not a mesh.
+  m2n.refit @a {
+  }
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @train shape [2] ranks [0, 1]
+  %a = "test.weights"() : () -> tensor<4xf32>
+  // expected-error @+1 {{operand must be defined by 'm2n.tensor'}}
+  m2n.reshard %a from <@train, [R]> to <@train, [R]> : tensor<4xf32>
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{expected placement 'R' or 'S(<dim>)'}}
+  m2n.mesh @train shape [2] ranks [0, 1] {p = #m2n.placement<X>}
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{shard dimension must be non-negative, got -3}}
+  m2n.mesh @train shape [2] ranks [0, 1] {p = #m2n.placement<S(-3)>}
+}
+
+// -----
+
+// expected-error @+1 {{'m2n.mesh' op expects parent op 'm2n.refit'}}
+m2n.mesh @loose shape [2] ranks [0, 1]

@@ -1,0 +1,21 @@
+# -*- Python -*-
+# Configuration for the m2n lit tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "M2N"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".json", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.m2n_obj_root, "test")
+
+# FileCheck, not, count and split-file live in LLVM's tool directory only.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.m2n_tools_dir, append_path=True)
+llvm_config.use_default_substitutions()
+
+config.substitutions.append(("%m2n_src_root", config.m2n_src_root))
