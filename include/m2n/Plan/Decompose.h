@@ -1,0 +1,30 @@
+//===- Decompose.h - Reshards into slice transfers --------------*- C++ -*-===//
+
+#ifndef M2N_PLAN_DECOMPOSE_H
+#define M2N_PLAN_DECOMPOSE_H
+
+#include "m2n/Plan/Plan.h"
+
+namespace m2n::plan {
+
+struct DecomposeStats {
+  /// Slices that cross between ranks, and their bytes (all members).
+  int64_t remoteSlices = 0;
+  int64_t wireBytes = 0;
+  /// Slices copied within a rank, and their bytes (all members).
+  int64_t localCopies = 0;
+  int64_t localBytes = 0;
+};
+
+/// Fills every group's slices: for each destination rank and each region of
+/// its destination box, exactly one slice. A region the rank already holds in
+/// its source shard becomes a local copy; every other region is sent by one
+/// rank that holds it (the first holder in source mesh order; balance()
+/// chooses better). Regions are the intersections of the destination box
+/// with the distinct source boxes, which are disjoint, so no byte reaches a
+/// rank twice. Replaces any slices the groups had.
+DecomposeStats decompose(Plan &plan);
+
+} // namespace m2n::plan
+
+#endif // M2N_PLAN_DECOMPOSE_H

@@ -1,0 +1,32 @@
+//===- Fuse.h - Packing slices into messages --------------------*- C++ -*-===//
+
+#ifndef M2N_PLAN_FUSE_H
+#define M2N_PLAN_FUSE_H
+
+#include "m2n/Plan/Plan.h"
+
+namespace m2n::plan {
+
+struct FuseOptions {
+  /// The most bytes of one packed message.
+  int64_t bucketBytes = int64_t(64) << 20;
+};
+
+struct FuseStats {
+  int64_t messages = 0;
+  int64_t zeroCopyMessages = 0;
+  /// Slices split to fit a bucket.
+  int64_t splitSlices = 0;
+};
+
+/// Packs the remote slices of every member between one (sender, receiver)
+/// pair within a round, across tensors, into messages of at most bucketBytes
+/// (a slice larger than a bucket is first split along its outermost
+/// dimension). A slice that is contiguous in both buffers and fills a bucket
+/// alone goes as a zero-copy message. Messages get step = round; schedule()
+/// assigns the real steps. Replaces any messages the plan had.
+FuseStats fuse(Plan &plan, const FuseOptions &options);
+
+} // namespace m2n::plan
+
+#endif // M2N_PLAN_FUSE_H

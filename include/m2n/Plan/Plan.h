@@ -1,0 +1,144 @@
+//===- Plan.h - The transfer plan of a refit --------------------*- C++ -*-===//
+//
+// The compiler's working form of a refit: which rank sends which region of
+// which tensor to whom, fused into messages and ordered into steps. The m2n
+// passes read it from IR, transform it with the functions declared in
+// m2n/Plan/*.h, and write it back; tests and tools use it directly.
+//
+// Scale: tensors that share shape, dtype and both layouts form one
+// TransferGroup and share one decomposition, so a model with a thousand
+// tensors but a few dozen distinct layouts keeps a few dozen slice tables.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef M2N_PLAN_PLAN_H
+#define M2N_PLAN_PLAN_H
+
+#include "m2n/Layout/Layout.h"
+#include "m2n/Spec/DType.h"
+#include "m2n/Spec/RefitSpec.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace m2n::plan {
+
+/// Which of the sender's buffers a slice is read from.
+enum class Origin : uint8_t {
+  /// The sender's source shard of the tensor.
+  Source,
+  /// The sender's destination shard: bytes it received in an earlier round
+  /// and now forwards (a relay).
+  Destination,
+};
+
+/// One region of a tensor, in global coordinates, moving from `sender` to
+/// `receiver`. When sender == receiver (and origin is Source) it is a local
+/// copy from the rank's source shard into its destination shard.
+struct Slice {
+  int64_t sender = 0;
+  int64_t receiver = 0;
+  Origin origin = Origin::Source;
+  /// 0 for bytes read from a source shard. A slice with origin Destination
+  /// has round >= 1 and forwards bytes that reached the sender in an earlier
+  /// round. Rounds also pipeline chunks of one region along a relay chain.
+  int32_t round = 0;
+  Box box;
+
+  bool isLocalCopy() const { return sender == receiver; }
+  bool operator==(const Slice &other) const {
+    return sender == other.sender && receiver == other.receiver &&
+           origin == other.origin && round == other.round && box == other.box;
+  }
+};
+
+/// A layout by mesh index into Plan::meshes.
+struct PlanLayout {
+  int32_t mesh = 0;
+  std::vector<Placement> placements;
+  bool operator==(const PlanLayout &other) const {
+    return mesh == other.mesh && placements == other.placements;
+  }
+};
+
+/// Tensors that share shape, dtype and both layouts, and the one
+/// decomposition they share.
+struct TransferGroup {
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+  PlanLayout src;
+  PlanLayout dst;
+  /// Indices into Plan::tensors, ascending.
+  std::vector<int32_t> members;
+  /// Sorted by (round, receiver, sender, box offsets).
+  std::vector<Slice> slices;
+
+  int64_t elementBytes() const { return dtypeByteSize(dtype); }
+};
+
+struct TensorInfo {
+  std::string name;
+  int32_t group = 0;
+};
+
+/// Slice `slice` of group `group`, for the group's members
+/// [memberBegin, memberEnd) (indices into TransferGroup::members).
+struct MessagePart {
+  int32_t group = 0;
+  int32_t slice = 0;
+  int32_t memberBegin = 0;
+  int32_t memberEnd = 0;
+  bool operator==(const MessagePart &other) const {
+    return group == other.group && slice == other.slice &&
+           memberBegin == other.memberBegin && memberEnd == other.memberEnd;
+  }
+};
+
+/// One message from `sender` to `receiver` in `step`: its parts are packed
+/// one after another in order into a staging buffer, unless the message is
+/// zero-copy (a single part contiguous in both the sender's and the
+/// receiver's buffer, sent from and received into the tensors themselves).
+struct Message {
+  int64_t step = 0;
+  int64_t sender = 0;
+  int64_t receiver = 0;
+  std::vector<MessagePart> parts;
+  int64_t bytes = 0;
+  bool zeroCopy = false;
+};
+
+struct Plan {
+  std::vector<std::string> meshNames;
+  std::vector<Mesh> meshes;
+  std::vector<TensorInfo> tensors;
+  std::vector<TransferGroup> groups;
+  /// Empty until fused; sorted by (step, sender, receiver) once scheduled.
+  std::vector<Message> messages;
+  /// Number of steps once scheduled; every rank runs every step.
+  int64_t numSteps = 0;
+  /// Staging bytes per rank that the schedule was built to stay within.
+  int64_t stagingBudget = 0;
+
+  /// The ranks of every mesh, ascending and unique.
+  std::vector<int64_t> ranks() const;
+  /// One past the largest rank.
+  int64_t worldSize() const;
+};
+
+/// The plan of a validated spec before decomposition: meshes, tensors, and
+/// one group per distinct (shape, dtype, src layout, dst layout), in order of
+/// first appearance, with no slices yet.
+Plan planFromSpec(const spec::RefitSpec &spec);
+
+/// A member's bytes of a slice.
+int64_t sliceBytes(const TransferGroup &group, const Slice &slice);
+
+/// The box that `rank` holds of a group's tensors in the source or
+/// destination layout; an empty box when the rank is not on that mesh.
+Box sourceBox(const Plan &plan, const TransferGroup &group, int64_t rank);
+Box destinationBox(const Plan &plan, const TransferGroup &group, int64_t rank);
+
+} // namespace m2n::plan
+
+#endif // M2N_PLAN_PLAN_H

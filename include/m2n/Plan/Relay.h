@@ -1,0 +1,39 @@
+//===- Relay.h - Forwarding regions among destination ranks ----*- C++ -*-===//
+
+#ifndef M2N_PLAN_RELAY_H
+#define M2N_PLAN_RELAY_H
+
+#include "m2n/Plan/CostModel.h"
+
+namespace m2n::plan {
+
+struct RelayOptions {
+  bool enable = true;
+  /// Regions are forwarded in chunks of about this many bytes (all members)
+  /// so that the hops of a chain overlap; 0 lets the cost model choose.
+  int64_t chunkBytes = 0;
+  /// Most rounds a plan may use.
+  int32_t maxRounds = 64;
+};
+
+struct RelayStats {
+  /// Regions now forwarded among destination ranks, and the sends from the
+  /// source side that this saved.
+  int64_t relayedRegions = 0;
+  int64_t sourceSendsSaved = 0;
+  int32_t rounds = 0;
+  double secondsBefore = 0;
+  double secondsAfter = 0;
+};
+
+/// Where one region goes to many destination ranks (replicated
+/// destinations), lets receivers forward it to the others in later rounds,
+/// as chains or trees pipelined in chunks, when the cost model says that is
+/// faster; otherwise leaves the region as it is. Each relayed byte then
+/// leaves the source side about once.
+RelayStats relay(Plan &plan, const CostModel &model,
+                 const RelayOptions &options);
+
+} // namespace m2n::plan
+
+#endif // M2N_PLAN_RELAY_H
