@@ -68,12 +68,17 @@ private:
 
 bool isRemote(const Slice &slice) { return !slice.isLocalCopy(); }
 
-bool isBalanced(const Slice &slice) {
+bool isBalanced(const TransferGroup &group, const Slice &slice) {
   return isRemote(slice) && slice.origin == Origin::Source &&
-         slice.round == 0 && !slice.box.empty();
+         slice.round == 0 && isWithinTensor(slice.box, group.shape) &&
+         !slice.box.empty();
 }
 
+/// A slice's bytes over all members; 0 for a malformed slice, whose size
+/// may not even be computable.
 int64_t memberBytes(const TransferGroup &group, const Slice &slice) {
+  if (!isWithinTensor(slice.box, group.shape))
+    return 0;
   return sliceBytes(group, slice) * static_cast<int64_t>(group.members.size());
 }
 
@@ -121,7 +126,8 @@ std::vector<Region> collectRegions(const Plan &plan, const RankTable &table,
       if (!isRemote(slice))
         continue;
       int64_t weight = memberBytes(group, slice);
-      int32_t id = isBalanced(slice) ? src.findContaining(slice.box) : -1;
+      int32_t id =
+          isBalanced(group, slice) ? src.findContaining(slice.box) : -1;
       Region region;
       if (id >= 0) {
         // The receiver is never among them: it would have a local copy.
@@ -136,8 +142,10 @@ std::vector<Region> collectRegions(const Plan &plan, const RankTable &table,
       region.group = static_cast<int32_t>(g);
       region.slice = static_cast<int32_t>(i);
       region.weight = weight;
+      // A scalar has no dimension to split along.
       region.splittable = options.split && weight >= options.minSplitBytes &&
                           region.holders.size() > 1 &&
+                          !slice.box.sizes.empty() &&
                           slice.box.sizes[splitDim(slice.box)] > 1;
       regions.push_back(std::move(region));
     }
@@ -310,8 +318,7 @@ BalanceStats m2n::plan::balance(Plan &plan, const BalanceOptions &options) {
   stats.maxSendBytesBefore = maxSendBytes(plan, table);
 
   std::vector<int64_t> fixedLoad(table.size(), 0);
-  std::vector<Region> regions =
-      collectRegions(plan, table, options, fixedLoad);
+  std::vector<Region> regions = collectRegions(plan, table, options, fixedLoad);
   stats.idealMaxSendBytes = idealMaxSendBytes(regions, fixedLoad);
 
   // Largest first; ties in plan order, so that the result is deterministic.

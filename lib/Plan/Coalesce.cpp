@@ -10,6 +10,8 @@
 
 #include "m2n/Plan/Coalesce.h"
 
+#include "LayoutIndex.h"
+
 #include <algorithm>
 #include <tuple>
 
@@ -18,9 +20,10 @@ using namespace m2n::plan;
 
 namespace {
 
-bool hasEmptySize(const Box &box) {
-  return std::any_of(box.sizes.begin(), box.sizes.end(),
-                     [](int64_t size) { return size <= 0; });
+/// Whether `box` covers elements of a tensor of `shape`. Others (empty, or
+/// malformed in a plan read from bad IR) are left as they are.
+bool isMergeable(const Box &box, const std::vector<int64_t> &shape) {
+  return isWithinTensor(box, shape) && !box.empty();
 }
 
 /// Whether `a` and `b` agree in every dimension but `dim`.
@@ -62,14 +65,15 @@ bool mergeAlong(std::vector<Box> &boxes, size_t dim) {
   return changed;
 }
 
-/// Merges the boxes of one (sender, receiver, origin, round) until none
-/// merge. Empty boxes cover nothing and are left alone.
-std::vector<Box> mergeBoxes(std::vector<Box> boxes) {
+/// Merges the boxes of one (sender, receiver, origin, round) of a tensor of
+/// `shape` until none merge.
+std::vector<Box> mergeBoxes(std::vector<Box> boxes,
+                            const std::vector<int64_t> &shape) {
+  size_t rank = shape.size();
   std::vector<Box> empty;
   std::vector<Box> proper;
   for (Box &box : boxes)
-    (hasEmptySize(box) ? empty : proper).push_back(std::move(box));
-  size_t rank = proper.empty() ? 0 : proper.front().sizes.size();
+    (isMergeable(box, shape) ? proper : empty).push_back(std::move(box));
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t dim = 0; dim < rank; ++dim)
@@ -100,7 +104,7 @@ void coalesceGroup(TransferGroup &group) {
     std::vector<Box> boxes;
     for (size_t i = begin; i < end; ++i)
       boxes.push_back(std::move(slices[i].box));
-    for (Box &box : mergeBoxes(std::move(boxes))) {
+    for (Box &box : mergeBoxes(std::move(boxes), group.shape)) {
       Slice slice = slices[begin];
       slice.box = std::move(box);
       result.push_back(std::move(slice));
@@ -130,8 +134,7 @@ std::vector<StridedRuns> describe(const Box &slice,
     int64_t stride = elementBytes;
     for (size_t d = rank; d-- > 0;) {
       strides[b][d] = stride;
-      result[b].offset +=
-          (slice.offsets[d] - buffers[b]->offsets[d]) * stride;
+      result[b].offset += (slice.offsets[d] - buffers[b]->offsets[d]) * stride;
       stride *= buffers[b]->sizes[d];
     }
   }

@@ -23,11 +23,22 @@ bool isValidLayout(const Plan &plan, const std::vector<int64_t> &shape,
 
 /// The position of `value` in the ascending `values`, which holds it.
 int64_t positionOf(const std::vector<int64_t> &values, int64_t value) {
-  return std::lower_bound(values.begin(), values.end(), value) -
-         values.begin();
+  return std::lower_bound(values.begin(), values.end(), value) - values.begin();
 }
 
 } // namespace
+
+bool m2n::plan::isWithinTensor(const Box &box,
+                               const std::vector<int64_t> &shape) {
+  if (box.offsets.size() != shape.size() || box.sizes.size() != shape.size())
+    return false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (box.offsets[d] < 0 || box.sizes[d] < 0 || box.offsets[d] > shape[d] ||
+        box.sizes[d] > shape[d] - box.offsets[d])
+      return false;
+  }
+  return true;
+}
 
 LayoutIndex::LayoutIndex(const Plan &plan, const std::vector<int64_t> &shape,
                          const PlanLayout &layout) {
@@ -142,8 +153,8 @@ int32_t LayoutIndex::findContaining(const Box &region) const {
   std::vector<int64_t> cell(rank);
   for (size_t d = 0; d < rank; ++d) {
     // The last interval starting at or before the region's start.
-    auto it = std::upper_bound(starts[d].begin(), starts[d].end(),
-                               region.offsets[d]);
+    auto it =
+        std::upper_bound(starts[d].begin(), starts[d].end(), region.offsets[d]);
     if (it == starts[d].begin())
       return -1;
     cell[d] = (it - starts[d].begin()) - 1;

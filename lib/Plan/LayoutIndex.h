@@ -24,6 +24,11 @@
 
 namespace m2n::plan {
 
+/// Whether `box` has the rank of a tensor of `shape` and lies within it,
+/// decided without overflow, so that passes can skip the malformed boxes
+/// that only a plan read from bad IR has.
+bool isWithinTensor(const Box &box, const std::vector<int64_t> &shape);
+
 class LayoutIndex {
 public:
   /// Indexes one layout of a tensor of `shape`. An invalid layout, which

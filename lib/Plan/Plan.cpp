@@ -97,8 +97,9 @@ Plan m2n::plan::planFromSpec(const spec::RefitSpec &spec) {
   for (const spec::TensorSpec &tensor : spec.tensors) {
     PlanLayout src = layoutOf(tensor.src);
     PlanLayout dst = layoutOf(tensor.dst);
-    GroupKey key{tensor.shape,   tensor.dtype, src.mesh, placementDims(src.placements),
-                 dst.mesh, placementDims(dst.placements)};
+    GroupKey key{tensor.shape, tensor.dtype,
+                 src.mesh,     placementDims(src.placements),
+                 dst.mesh,     placementDims(dst.placements)};
     auto [it, inserted] =
         groupOf.try_emplace(key, static_cast<int32_t>(plan.groups.size()));
     if (inserted) {

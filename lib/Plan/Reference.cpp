@@ -11,6 +11,8 @@
 
 #include "m2n/Plan/Reference.h"
 
+#include "LayoutIndex.h"
+
 #include <algorithm>
 #include <map>
 
@@ -39,24 +41,22 @@ uint64_t mix(uint64_t x) {
 /// `tensor`, as `elementBytes` little-endian bytes.
 void encode(int64_t tensor, int64_t linear, int64_t elementBytes,
             uint8_t *out) {
-  uint64_t value = mix(mix(static_cast<uint64_t>(tensor)) ^
-                       static_cast<uint64_t>(linear));
+  uint64_t value =
+      mix(mix(static_cast<uint64_t>(tensor)) ^ static_cast<uint64_t>(linear));
   for (int64_t b = 0; b < elementBytes; ++b)
     out[b] = static_cast<uint8_t>(value >> (8 * (b % 8)));
 }
 
 /// Calls `fn(index)` for the global index of every element of `box`, in
 /// row-major order.
-template <typename Fn>
-void forEachElement(const Box &box, Fn fn) {
+template <typename Fn> void forEachElement(const Box &box, Fn fn) {
   if (box.volume() <= 0)
     return;
   std::vector<int64_t> index = box.offsets;
   while (true) {
     fn(index);
     size_t d = index.size();
-    while (d > 0 &&
-           ++index[d - 1] == box.offsets[d - 1] + box.sizes[d - 1]) {
+    while (d > 0 && ++index[d - 1] == box.offsets[d - 1] + box.sizes[d - 1]) {
       index[d - 1] = box.offsets[d - 1];
       --d;
     }
@@ -195,16 +195,15 @@ std::string Executor::localCopies() {
       for (int32_t tensor : group.members) {
         Shard *from = shard(sources, tensor, slice.sender);
         Shard *to = shard(destinations, tensor, slice.receiver);
-        if (!from || !to || !contains(from->box, slice.box) ||
-            !contains(to->box, slice.box))
-          return tensorName(tensor) + ": rank " +
-                 std::to_string(slice.sender) + " cannot copy " +
-                 slice.box.str() + " locally";
+        if (!isWithinTensor(slice.box, group.shape) || !from || !to ||
+            !contains(from->box, slice.box) || !contains(to->box, slice.box))
+          return tensorName(tensor) + ": rank " + std::to_string(slice.sender) +
+                 " cannot copy " + slice.box.str() + " locally";
         std::string error;
         forEachElement(slice.box, [&](const std::vector<int64_t> &index) {
           if (error.empty())
-            error = copyElement(tensor, index, *from, false, *to,
-                                slice.receiver);
+            error =
+                copyElement(tensor, index, *from, false, *to, slice.receiver);
         });
         if (!error.empty())
           return error;
@@ -222,11 +221,13 @@ std::string Executor::partSlice(const MessagePart &part, const Slice *&slice) {
       part.slice >= static_cast<int32_t>(group.slices.size()) ||
       part.memberBegin < 0 || part.memberBegin > part.memberEnd ||
       part.memberEnd > static_cast<int32_t>(group.members.size()))
-    return "a part names slice " + std::to_string(part.slice) +
-           " members [" + std::to_string(part.memberBegin) + ", " +
+    return "a part names slice " + std::to_string(part.slice) + " members [" +
+           std::to_string(part.memberBegin) + ", " +
            std::to_string(part.memberEnd) + ") of group " +
            std::to_string(part.group) + ", which do not exist";
   slice = &group.slices[part.slice];
+  if (!isWithinTensor(slice->box, group.shape))
+    return "a part's slice " + slice->box.str() + " lies outside its tensor";
   return "";
 }
 
@@ -244,9 +245,8 @@ std::string Executor::pack(const Message &message,
       Shard *from = shard(fromDestination ? destinations : sources, tensor,
                           message.sender);
       if (!from || !contains(from->box, slice->box))
-        return tensorName(tensor) + ": rank " +
-               std::to_string(message.sender) + " does not hold " +
-               slice->box.str() + " to send";
+        return tensorName(tensor) + ": rank " + std::to_string(message.sender) +
+               " does not hold " + slice->box.str() + " to send";
       std::string error;
       forEachElement(slice->box, [&](const std::vector<int64_t> &index) {
         int64_t position = positionIn(from->box, index);
@@ -365,8 +365,8 @@ std::string Executor::run() {
   });
   for (size_t begin = 0; begin < order.size();) {
     size_t end = begin;
-    while (end < order.size() && plan.messages[order[end]].step ==
-                                     plan.messages[order[begin]].step)
+    while (end < order.size() &&
+           plan.messages[order[end]].step == plan.messages[order[begin]].step)
       ++end;
     std::vector<size_t> step(order.begin() + begin, order.begin() + end);
     if (std::string error = runStep(step); !error.empty())

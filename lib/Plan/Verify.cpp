@@ -17,6 +17,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <tuple>
 
@@ -63,7 +64,10 @@ struct GroupContext {
   std::unique_ptr<LayoutIndex> src, dst;
   /// Sorted by receiver.
   std::vector<Received> received;
-  /// Slices whose box lies within the tensor and their receiver's box.
+  /// Slices whose box lies within the tensor, which later checks may do
+  /// arithmetic on.
+  std::vector<bool> wellFormed;
+  /// Slices that also lie within their receiver's box.
   std::vector<bool> placed;
 
   const std::vector<int32_t> *receivedBy(int64_t rank) const {
@@ -81,17 +85,6 @@ bool intersects(const Box &a, const Box &b) {
     int64_t lo = std::max(a.offsets[d], b.offsets[d]);
     int64_t hi = std::min(a.offsets[d] + a.sizes[d], b.offsets[d] + b.sizes[d]);
     if (hi <= lo)
-      return false;
-  }
-  return true;
-}
-
-/// Whether `box` has the tensor's rank and lies within it, without
-/// overflowing on a malformed box.
-bool withinTensor(const Box &box, const std::vector<int64_t> &shape) {
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (box.offsets[d] < 0 || box.sizes[d] < 0 || box.offsets[d] > shape[d] ||
-        box.sizes[d] > shape[d] - box.offsets[d])
       return false;
   }
   return true;
@@ -157,8 +150,7 @@ std::string Verifier::groupName(size_t g) const {
 }
 
 std::string Verifier::memberName(size_t g, int32_t member) const {
-  return "tensor " +
-         quote(plan.tensors[plan.groups[g].members[member]].name);
+  return "tensor " + quote(plan.tensors[plan.groups[g].members[member]].name);
 }
 
 std::string Verifier::sliceText(size_t g, size_t i) const {
@@ -166,11 +158,9 @@ std::string Verifier::sliceText(size_t g, size_t i) const {
   if (slice.isLocalCopy() && slice.origin == Origin::Source)
     return "local copy " + slice.box.str() + " on rank " +
            std::to_string(slice.sender);
-  std::string kind =
-      slice.origin == Origin::Destination ? "relay " : "slice ";
-  return kind + slice.box.str() + " from rank " +
-         std::to_string(slice.sender) + " to rank " +
-         std::to_string(slice.receiver) + " (round " +
+  std::string kind = slice.origin == Origin::Destination ? "relay " : "slice ";
+  return kind + slice.box.str() + " from rank " + std::to_string(slice.sender) +
+         " to rank " + std::to_string(slice.receiver) + " (round " +
          std::to_string(slice.round) + ")";
 }
 
@@ -246,9 +236,8 @@ void Verifier::checkGroupStructure(size_t g) {
   bool meshesSound = true;
   for (int32_t mesh : {group.src.mesh, group.dst.mesh})
     if (mesh >= 0 && mesh < static_cast<int32_t>(plan.meshes.size()))
-      meshesSound &= checkMesh(plan.meshes[mesh].shape,
-                               plan.meshes[mesh].ranks)
-                         .empty();
+      meshesSound &=
+          checkMesh(plan.meshes[mesh].shape, plan.meshes[mesh].ranks).empty();
   groupValid[g] = found.empty() && meshesSound;
   for (std::string &text : found)
     problems.add(std::move(text));
@@ -287,11 +276,12 @@ void Verifier::checkSlice(size_t g, size_t i) {
                  std::to_string(rank));
     return;
   }
-  if (!withinTensor(slice.box, group.shape)) {
+  if (!isWithinTensor(slice.box, group.shape)) {
     problems.add(name + ": lies outside the tensor " +
                  fullBox(group.shape).str());
     return;
   }
+  context.wellFormed[i] = true;
   if (slice.round < 0)
     problems.add(name + ": has a negative round");
   if (slice.box.empty())
@@ -303,24 +293,22 @@ void Verifier::checkSlice(size_t g, size_t i) {
       problems.add(name + ": rank " + std::to_string(slice.sender) +
                    " is not on the source " + meshName(group.src.mesh));
     else if (id < 0 || !contains(context.src->box(id), slice.box))
-      problems.add(name + ": rank " + std::to_string(slice.sender) +
-                   " does not hold it in the source layout (it holds " +
-                   (id < 0 ? std::string("nothing")
-                           : context.src->box(id).str()) +
-                   ")");
+      problems.add(
+          name + ": rank " + std::to_string(slice.sender) +
+          " does not hold it in the source layout (it holds " +
+          (id < 0 ? std::string("nothing") : context.src->box(id).str()) + ")");
   } else {
     int32_t id = context.dst->boxOf(slice.sender);
     if (slice.round < 1)
-      problems.add(name + ": forwards in round " +
-                   std::to_string(slice.round) + ", before any bytes arrive");
+      problems.add(name + ": forwards in round " + std::to_string(slice.round) +
+                   ", before any bytes arrive");
     if (slice.isLocalCopy())
       problems.add(name + ": forwards to its own sender");
     else if (id < 0 || !contains(context.dst->box(id), slice.box))
-      problems.add(name + ": rank " + std::to_string(slice.sender) +
-                   " does not hold it in the destination layout (it holds " +
-                   (id < 0 ? std::string("nothing")
-                           : context.dst->box(id).str()) +
-                   ")");
+      problems.add(
+          name + ": rank " + std::to_string(slice.sender) +
+          " does not hold it in the destination layout (it holds " +
+          (id < 0 ? std::string("nothing") : context.dst->box(id).str()) + ")");
   }
 
   int32_t dstId = context.dst->boxOf(slice.receiver);
@@ -438,11 +426,10 @@ void Verifier::checkTilingOf(size_t g, int64_t receiver, const Box &dstBox,
     for (int32_t j : active) {
       if (!intersects(group.slices[i].box, group.slices[j].box))
         continue;
-      problems.add(groupName(g) + ": rank " + std::to_string(receiver) +
-                   " receives " +
-                   intersect(group.slices[i].box, group.slices[j].box).str() +
-                   " twice: in " + sliceText(g, j) + " and in " +
-                   sliceText(g, i));
+      problems.add(
+          groupName(g) + ": rank " + std::to_string(receiver) + " receives " +
+          intersect(group.slices[i].box, group.slices[j].box).str() +
+          " twice: in " + sliceText(g, j) + " and in " + sliceText(g, i));
       if (problems.full())
         return;
     }
@@ -461,8 +448,7 @@ void Verifier::checkRelayRounds(size_t g) {
     const Slice &relay = group.slices[i];
     if (relay.origin != Origin::Destination || !contexts[g].placed[i])
       continue;
-    const std::vector<int32_t> *sources =
-        contexts[g].receivedBy(relay.sender);
+    const std::vector<int32_t> *sources = contexts[g].receivedBy(relay.sender);
     if (!sources)
       continue;
     for (int32_t j : *sources) {
@@ -484,9 +470,8 @@ void Verifier::checkRelayRounds(size_t g) {
 //===----------------------------------------------------------------------===//
 
 const Box *Verifier::senderBuffer(size_t g, const Slice &slice) const {
-  const LayoutIndex &layout = slice.origin == Origin::Source
-                                  ? *contexts[g].src
-                                  : *contexts[g].dst;
+  const LayoutIndex &layout =
+      slice.origin == Origin::Source ? *contexts[g].src : *contexts[g].dst;
   int32_t id = layout.boxOf(slice.sender);
   return id < 0 ? nullptr : &layout.box(id);
 }
@@ -513,16 +498,15 @@ bool Verifier::checkPart(size_t m, size_t p) {
   const TransferGroup &group = plan.groups[part.group];
   if (part.slice < 0 ||
       part.slice >= static_cast<int32_t>(group.slices.size())) {
-    problems.add(where + " names slice " + std::to_string(part.slice) +
-                 " of " + groupName(part.group) + ", which has " +
+    problems.add(where + " names slice " + std::to_string(part.slice) + " of " +
+                 groupName(part.group) + ", which has " +
                  std::to_string(group.slices.size()) + " slices");
     return false;
   }
   if (part.memberBegin < 0 || part.memberBegin >= part.memberEnd ||
       part.memberEnd > static_cast<int32_t>(group.members.size())) {
-    problems.add(where + " names members [" +
-                 std::to_string(part.memberBegin) + ", " +
-                 std::to_string(part.memberEnd) + ") of " +
+    problems.add(where + " names members [" + std::to_string(part.memberBegin) +
+                 ", " + std::to_string(part.memberEnd) + ") of " +
                  groupName(part.group) + ", which has " +
                  std::to_string(group.members.size()));
     return false;
@@ -530,12 +514,11 @@ bool Verifier::checkPart(size_t m, size_t p) {
   const Slice &slice = group.slices[part.slice];
   if (slice.isLocalCopy() && slice.origin == Origin::Source)
     problems.add(where + " carries the " + sliceName(part.group, part.slice));
-  else if (slice.sender != message.sender ||
-           slice.receiver != message.receiver)
+  else if (slice.sender != message.sender || slice.receiver != message.receiver)
     problems.add(where + " carries the " + sliceName(part.group, part.slice) +
                  " between other ranks");
-  records.push_back(PartRecord{part.group, part.slice, part.memberBegin,
-                               part.memberEnd, m});
+  records.push_back(
+      PartRecord{part.group, part.slice, part.memberBegin, part.memberEnd, m});
   return true;
 }
 
@@ -543,6 +526,8 @@ void Verifier::checkMessage(size_t m) {
   const Message &message = plan.messages[m];
   if (message.parts.empty())
     problems.add(messageName(m) + ": has no parts");
+  if (message.bytes < 0)
+    problems.add(messageName(m) + ": has a negative size");
   if (message.sender == message.receiver)
     problems.add(messageName(m) + ": is sent from a rank to itself");
   int64_t bytes = 0;
@@ -554,6 +539,12 @@ void Verifier::checkMessage(size_t m) {
     }
     const MessagePart &part = message.parts[p];
     const TransferGroup &group = plan.groups[part.group];
+    // A slice outside its tensor is reported with the slices, and its
+    // bytes may not even be computable.
+    if (!contexts[part.group].wellFormed[part.slice]) {
+      partsValid = false;
+      continue;
+    }
     bytes += sliceBytes(group, group.slices[part.slice]) *
              (part.memberEnd - part.memberBegin);
   }
@@ -621,7 +612,7 @@ void Verifier::checkMessageCoverage() {
     for (size_t i = 0; i < group.slices.size() && !problems.full(); ++i) {
       const Slice &slice = group.slices[i];
       bool local = slice.isLocalCopy() && slice.origin == Origin::Source;
-      if (local || slice.box.empty())
+      if (local || !contexts[g].wellFormed[i] || slice.box.empty())
         continue;
       auto [first, last] = recordsOf(g, i);
       int32_t next = 0;
@@ -688,10 +679,15 @@ void Verifier::checkStaging() {
     auto [step, rank, bytes] = staged[begin];
     int64_t total = 0;
     size_t end = begin;
+    // Saturating, so that absurd sizes read from bad IR cannot overflow.
     for (; end < staged.size() && std::get<0>(staged[end]) == step &&
            std::get<1>(staged[end]) == rank;
-         ++end)
-      total += std::get<2>(staged[end]);
+         ++end) {
+      int64_t more = std::max<int64_t>(std::get<2>(staged[end]), 0);
+      total = more > std::numeric_limits<int64_t>::max() - total
+                  ? std::numeric_limits<int64_t>::max()
+                  : total + more;
+    }
     if (total > plan.stagingBudget)
       problems.add("rank " + std::to_string(rank) + " stages " +
                    std::to_string(total) + " bytes in step " +
@@ -731,12 +727,11 @@ void Verifier::checkRelaySteps() {
           continue;
         problems.add(messageName(relay.message) + ": forwards " +
                      intersect(arrival.box, slice.box).str() + " of " +
-                     memberName(relay.group,
-                                std::max(record.memberBegin,
-                                         relay.memberBegin)) +
+                     memberName(relay.group, std::max(record.memberBegin,
+                                                      relay.memberBegin)) +
                      ", which reaches rank " + std::to_string(slice.sender) +
-                     " only in step " + std::to_string(arrivalStep) +
-                     " (" + messageName(record.message) + ")");
+                     " only in step " + std::to_string(arrivalStep) + " (" +
+                     messageName(record.message) + ")");
         return;
       }
     }
@@ -758,6 +753,7 @@ std::vector<std::string> Verifier::run() {
     GroupContext &context = contexts[g];
     context.src = std::make_unique<LayoutIndex>(plan, group.shape, group.src);
     context.dst = std::make_unique<LayoutIndex>(plan, group.shape, group.dst);
+    context.wellFormed.assign(group.slices.size(), false);
     context.placed.assign(group.slices.size(), false);
     for (size_t i = 0; i < group.slices.size() && !problems.full(); ++i)
       checkSlice(g, i);
@@ -769,7 +765,13 @@ std::vector<std::string> Verifier::run() {
   if (problems.full())
     return problems.take();
 
-  bool fused = !plan.messages.empty() || plan.numSteps > 0;
+  if (plan.numSteps < 0)
+    problems.add("the plan has a negative number of steps (" +
+                 std::to_string(plan.numSteps) + ")");
+  if (plan.stagingBudget < 0)
+    problems.add("the plan has a negative staging budget (" +
+                 std::to_string(plan.stagingBudget) + ")");
+  bool fused = !plan.messages.empty() || plan.numSteps != 0;
   if (!fused)
     return problems.take();
   for (size_t m = 0; m < plan.messages.size() && !problems.full(); ++m)

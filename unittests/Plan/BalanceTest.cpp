@@ -99,11 +99,10 @@ TEST(BalanceTest, SplitsRegionsAmongHolders) {
   EXPECT_EQ(stats.maxSendBytesBefore, 8 * 4 * 4);
   EXPECT_EQ(stats.maxSendBytesAfter, 2 * 4 * 4);
   EXPECT_EQ(stats.idealMaxSendBytes, 2 * 4 * 4);
-  EXPECT_EQ(plan.groups[0].slices,
-            (Slices{slice(0, 4, box({0, 0}, {2, 4})),
-                    slice(1, 4, box({2, 0}, {2, 4})),
-                    slice(2, 5, box({4, 0}, {2, 4})),
-                    slice(3, 5, box({6, 0}, {2, 4}))}));
+  EXPECT_EQ(plan.groups[0].slices, (Slices{slice(0, 4, box({0, 0}, {2, 4})),
+                                           slice(1, 4, box({2, 0}, {2, 4})),
+                                           slice(2, 5, box({4, 0}, {2, 4})),
+                                           slice(3, 5, box({6, 0}, {2, 4}))}));
 }
 
 TEST(BalanceTest, SplitsAlongTheLargestDimension) {
@@ -115,10 +114,9 @@ TEST(BalanceTest, SplitsAlongTheLargestDimension) {
   decompose(plan);
   BalanceStats stats = balanceChecked(plan, splitFrom(0));
   EXPECT_EQ(stats.splitRegions, 1);
-  EXPECT_EQ(plan.groups[0].slices,
-            (Slices{slice(0, 3, box({0, 0}, {2, 3})),
-                    slice(1, 3, box({0, 3}, {2, 3})),
-                    slice(2, 3, box({0, 6}, {2, 3}))}));
+  EXPECT_EQ(plan.groups[0].slices, (Slices{slice(0, 3, box({0, 0}, {2, 3})),
+                                           slice(1, 3, box({0, 3}, {2, 3})),
+                                           slice(2, 3, box({0, 6}, {2, 3}))}));
 }
 
 TEST(BalanceTest, NoSplitWhenDisabledOrSmall) {
@@ -192,6 +190,20 @@ TEST(BalanceTest, SplitsOnlyWhatTheBusiestNeeds) {
   EXPECT_EQ(stats.maxSendBytesAfter, 4 * 4);
   for (const auto &[rank, bytes] : sendLoads(plan))
     EXPECT_LE(bytes, 4 * 4) << "rank " << rank;
+}
+
+TEST(BalanceTest, ScalarsAreNeverSplit) {
+  Plan plan = Refit()
+                  .mesh("train", {4}, 0)
+                  .mesh("gen", {2}, 4)
+                  .tensor("scale", {}, "train", {R}, "gen", {R}, DType::F64)
+                  .plan();
+  decompose(plan);
+  BalanceStats stats = balanceChecked(plan, splitFrom(0));
+  EXPECT_EQ(stats.splitRegions, 0);
+  EXPECT_EQ(plan.groups[0].slices,
+            (Slices{slice(0, 4, box({}, {})), slice(1, 5, box({}, {}))}));
+  EXPECT_EQ(stats.idealMaxSendBytes, 8);
 }
 
 TEST(BalanceTest, LeavesLocalCopiesAndRelaysAlone) {

@@ -1,7 +1,7 @@
 //===- CoalesceTest.cpp - Tests of merging slices and strided runs --------===//
 
-#include "m2n/Plan/Balance.h"
 #include "m2n/Plan/Coalesce.h"
+#include "m2n/Plan/Balance.h"
 #include "m2n/Plan/Decompose.h"
 #include "m2n/Plan/Verify.h"
 
@@ -44,10 +44,9 @@ TEST(CoalesceTest, MergesAlongOneDimension) {
 
 TEST(CoalesceTest, MergesAGridInTwoPasses) {
   // Rows first make two column strips, which then merge across columns.
-  Plan plan = planWith({slice(1, 5, box({0, 0}, {4, 4})),
-                        slice(1, 5, box({4, 4}, {4, 4})),
-                        slice(1, 5, box({0, 4}, {4, 4})),
-                        slice(1, 5, box({4, 0}, {4, 4}))});
+  Plan plan = planWith(
+      {slice(1, 5, box({0, 0}, {4, 4})), slice(1, 5, box({4, 4}, {4, 4})),
+       slice(1, 5, box({0, 4}, {4, 4})), slice(1, 5, box({4, 0}, {4, 4}))});
   coalesce(plan);
   EXPECT_EQ(plan.groups[0].slices, (Slices{slice(1, 5, box({0, 0}, {8, 8}))}));
 }
@@ -73,11 +72,10 @@ TEST(CoalesceTest, KeepsApartWhatMustStayApart) {
 }
 
 TEST(CoalesceTest, ResultStaysSorted) {
-  Plan plan = planWith({slice(2, 4, box({4, 0}, {2, 8})),
-                        slice(0, 4, box({2, 0}, {2, 8})),
-                        slice(2, 4, box({6, 0}, {2, 8})),
-                        slice(0, 4, box({0, 0}, {2, 8})),
-                        slice(1, 4, box({0, 0}, {2, 8}), Origin::Source, 1)});
+  Plan plan = planWith(
+      {slice(2, 4, box({4, 0}, {2, 8})), slice(0, 4, box({2, 0}, {2, 8})),
+       slice(2, 4, box({6, 0}, {2, 8})), slice(0, 4, box({0, 0}, {2, 8})),
+       slice(1, 4, box({0, 0}, {2, 8}), Origin::Source, 1)});
   coalesce(plan);
   EXPECT_EQ(plan.groups[0].slices,
             (Slices{slice(0, 4, box({0, 0}, {4, 8})),
@@ -200,8 +198,8 @@ TEST(StridedRunsTest, PairFoldsOnlyWhereBothFold) {
   // Whole in the sender's buffer, half a row in the receiver's.
   auto [from, to] = stridedRunsPair(box({0, 0}, {2, 4}), box({0, 0}, {2, 4}),
                                     box({0, 0}, {4, 8}), 4);
-  EXPECT_TRUE(stridedRuns(box({0, 0}, {2, 4}), box({0, 0}, {2, 4}), 4)
-                  .contiguous());
+  EXPECT_TRUE(
+      stridedRuns(box({0, 0}, {2, 4}), box({0, 0}, {2, 4}), 4).contiguous());
   EXPECT_EQ(from.runBytes, 16);
   EXPECT_EQ(to.runBytes, 16);
   EXPECT_EQ(from.count, (Counts{2}));

@@ -30,13 +30,11 @@ TEST(PlanTest, GroupsByShapeDTypeAndLayouts) {
                   .mesh("train", {2}, 0)
                   .mesh("gen", {2}, 2)
                   .tensor("a", {4, 4}, "train", {S(0)}, "gen", {R})
-                  .tensor("b", {4, 4}, "train", {S(0)}, "gen", {R},
-                          DType::BF16)
+                  .tensor("b", {4, 4}, "train", {S(0)}, "gen", {R}, DType::BF16)
                   .tensor("c", {4, 4}, "train", {S(0)}, "gen", {R})
                   .tensor("d", {4, 4}, "train", {S(1)}, "gen", {R})
                   .tensor("e", {4, 4}, "gen", {S(0)}, "gen", {R})
-                  .tensor("f", {4, 4}, "train", {S(0)}, "gen", {R},
-                          DType::BF16)
+                  .tensor("f", {4, 4}, "train", {S(0)}, "gen", {R}, DType::BF16)
                   .plan();
   EXPECT_EQ(plan.meshNames, (std::vector<std::string>{"train", "gen"}));
   ASSERT_EQ(plan.meshes.size(), 2u);
@@ -70,12 +68,12 @@ TEST(PlanTest, RanksAndWorldSize) {
 }
 
 TEST(PlanTest, BoxesAndBytes) {
-  Plan plan = Refit()
-                  .mesh("a", {2, 2}, 0)
-                  .mesh("b", {3}, 4)
-                  .tensor("w", {5, 6}, "a", {S(0), S(1)}, "b", {S(1)},
-                          DType::F16)
-                  .plan();
+  Plan plan =
+      Refit()
+          .mesh("a", {2, 2}, 0)
+          .mesh("b", {3}, 4)
+          .tensor("w", {5, 6}, "a", {S(0), S(1)}, "b", {S(1)}, DType::F16)
+          .plan();
   const TransferGroup &group = plan.groups[0];
   EXPECT_EQ(sourceBox(plan, group, 0), box({0, 0}, {3, 3}));
   EXPECT_EQ(sourceBox(plan, group, 3), box({3, 3}, {2, 3}));
@@ -102,11 +100,10 @@ TEST(PlanTest, SliceOrder) {
                    slice(2, 1, box({4}, {2})), slice(0, 1, box({2}, {2})),
                    slice(0, 1, box({0}, {2})), slice(0, 0, box({6}, {2}))};
   sortSlices(slices);
-  EXPECT_EQ(slices, (Slices{slice(0, 0, box({6}, {2})),
-                            slice(0, 1, box({0}, {2})),
-                            slice(0, 1, box({2}, {2})),
-                            slice(2, 1, box({4}, {2})),
-                            slice(3, 1, box({0}, {2}), Origin::Source, 1)}));
+  EXPECT_EQ(slices,
+            (Slices{slice(0, 0, box({6}, {2})), slice(0, 1, box({0}, {2})),
+                    slice(0, 1, box({2}, {2})), slice(2, 1, box({4}, {2})),
+                    slice(3, 1, box({0}, {2}), Origin::Source, 1)}));
 }
 
 //===----------------------------------------------------------------------===//
@@ -129,11 +126,10 @@ TEST(DecomposeTest, ReplicateToShard) {
                   .plan();
   DecomposeStats stats = decomposeChecked(plan);
   // One source box, held by ranks 0 and 1; the first holder sends.
-  EXPECT_EQ(plan.groups[0].slices,
-            (Slices{slice(0, 2, box({0, 0}, {2, 4})),
-                    slice(0, 3, box({2, 0}, {2, 4})),
-                    slice(0, 4, box({4, 0}, {2, 4})),
-                    slice(0, 5, box({6, 0}, {2, 4}))}));
+  EXPECT_EQ(plan.groups[0].slices, (Slices{slice(0, 2, box({0, 0}, {2, 4})),
+                                           slice(0, 3, box({2, 0}, {2, 4})),
+                                           slice(0, 4, box({4, 0}, {2, 4})),
+                                           slice(0, 5, box({6, 0}, {2, 4}))}));
   EXPECT_EQ(stats.remoteSlices, 4);
   EXPECT_EQ(stats.wireBytes, 8 * 4 * 4);
   EXPECT_EQ(stats.localCopies, 0);
@@ -163,13 +159,12 @@ TEST(DecomposeTest, ChangeOfShardedDimOnSharedRanks) {
                   .tensor("w", {4, 6}, "a", {S(0)}, "b", {S(1)})
                   .plan();
   DecomposeStats stats = decomposeChecked(plan);
-  EXPECT_EQ(plan.groups[0].slices,
-            (Slices{slice(0, 0, box({0, 0}, {2, 2})),
-                    slice(1, 0, box({2, 0}, {2, 2})),
-                    slice(0, 1, box({0, 2}, {2, 2})),
-                    slice(1, 1, box({2, 2}, {2, 2})),
-                    slice(0, 2, box({0, 4}, {2, 2})),
-                    slice(1, 2, box({2, 4}, {2, 2}))}));
+  EXPECT_EQ(plan.groups[0].slices, (Slices{slice(0, 0, box({0, 0}, {2, 2})),
+                                           slice(1, 0, box({2, 0}, {2, 2})),
+                                           slice(0, 1, box({0, 2}, {2, 2})),
+                                           slice(1, 1, box({2, 2}, {2, 2})),
+                                           slice(0, 2, box({0, 4}, {2, 2})),
+                                           slice(1, 2, box({2, 4}, {2, 2}))}));
   EXPECT_EQ(stats.localCopies, 2);
   EXPECT_EQ(stats.localBytes, 2 * 4 * 4);
   EXPECT_EQ(stats.remoteSlices, 4);
@@ -188,8 +183,7 @@ TEST(DecomposeTest, NestedUnevenAndEmptyShards) {
   decomposeChecked(plan);
   EXPECT_EQ(plan.groups[0].slices,
             (Slices{slice(0, 10, box({0}, {2})), slice(1, 11, box({2}, {1})),
-                    slice(2, 11, box({3}, {1})),
-                    slice(3, 12, box({4}, {1}))}));
+                    slice(2, 11, box({3}, {1})), slice(3, 12, box({4}, {1}))}));
 }
 
 TEST(DecomposeTest, UnevenTwoDimensional) {
@@ -201,15 +195,13 @@ TEST(DecomposeTest, UnevenTwoDimensional) {
                   .tensor("w", {7, 5}, "a", {S(0)}, "b", {S(0), S(1)})
                   .plan();
   decomposeChecked(plan);
-  EXPECT_EQ(plan.groups[0].slices,
-            (Slices{slice(0, 3, box({0, 0}, {3, 3})),
-                    slice(1, 3, box({3, 0}, {1, 3})),
-                    slice(0, 4, box({0, 3}, {3, 2})),
-                    slice(1, 4, box({3, 3}, {1, 2})),
-                    slice(1, 5, box({4, 0}, {2, 3})),
-                    slice(2, 5, box({6, 0}, {1, 3})),
-                    slice(1, 6, box({4, 3}, {2, 2})),
-                    slice(2, 6, box({6, 3}, {1, 2}))}));
+  EXPECT_EQ(
+      plan.groups[0].slices,
+      (Slices{
+          slice(0, 3, box({0, 0}, {3, 3})), slice(1, 3, box({3, 0}, {1, 3})),
+          slice(0, 4, box({0, 3}, {3, 2})), slice(1, 4, box({3, 3}, {1, 2})),
+          slice(1, 5, box({4, 0}, {2, 3})), slice(2, 5, box({6, 0}, {1, 3})),
+          slice(1, 6, box({4, 3}, {2, 2})), slice(2, 6, box({6, 3}, {1, 2}))}));
 }
 
 TEST(DecomposeTest, ThreeDimensionalMesh) {
@@ -221,11 +213,10 @@ TEST(DecomposeTest, ThreeDimensionalMesh) {
                   .tensor("w", {4, 4}, "a", {S(0), R, S(1)}, "b", {S(1)})
                   .plan();
   decomposeChecked(plan);
-  EXPECT_EQ(plan.groups[0].slices,
-            (Slices{slice(0, 8, box({0, 0}, {2, 2})),
-                    slice(4, 8, box({2, 0}, {2, 2})),
-                    slice(1, 9, box({0, 2}, {2, 2})),
-                    slice(5, 9, box({2, 2}, {2, 2}))}));
+  EXPECT_EQ(plan.groups[0].slices, (Slices{slice(0, 8, box({0, 0}, {2, 2})),
+                                           slice(4, 8, box({2, 0}, {2, 2})),
+                                           slice(1, 9, box({0, 2}, {2, 2})),
+                                           slice(5, 9, box({2, 2}, {2, 2}))}));
 }
 
 TEST(DecomposeTest, ThreeDimensionalTensorAndMeshOrder) {
@@ -251,12 +242,10 @@ TEST(DecomposeTest, ColocatedRanksCopyLocally) {
                   .tensor("v", {4, 2}, "m", {S(1)}, "m", {S(1)})
                   .plan();
   DecomposeStats stats = decomposeChecked(plan);
-  EXPECT_EQ(plan.groups[0].slices,
-            (Slices{slice(0, 0, box({0, 0}, {2, 2})),
-                    slice(1, 1, box({2, 0}, {2, 2}))}));
-  EXPECT_EQ(plan.groups[1].slices,
-            (Slices{slice(0, 0, box({0, 0}, {4, 1})),
-                    slice(1, 1, box({0, 1}, {4, 1}))}));
+  EXPECT_EQ(plan.groups[0].slices, (Slices{slice(0, 0, box({0, 0}, {2, 2})),
+                                           slice(1, 1, box({2, 0}, {2, 2}))}));
+  EXPECT_EQ(plan.groups[1].slices, (Slices{slice(0, 0, box({0, 0}, {4, 1})),
+                                           slice(1, 1, box({0, 1}, {4, 1}))}));
   EXPECT_EQ(stats.remoteSlices, 0);
   EXPECT_EQ(stats.wireBytes, 0);
   EXPECT_EQ(stats.localCopies, 4);
@@ -331,8 +320,8 @@ TEST(DecomposeTest, FsdpToTensorParallelAtScale) {
   Plan plan = Refit()
                   .mesh("train", {256}, 0)
                   .mesh("gen", {16, 8}, 256)
-                  .tensor("w", {7168, 2048}, "train", {S(0)}, "gen",
-                          {R, S(0)}, DType::BF16)
+                  .tensor("w", {7168, 2048}, "train", {S(0)}, "gen", {R, S(0)},
+                          DType::BF16)
                   .plan();
   auto start = std::chrono::steady_clock::now();
   DecomposeStats stats = decompose(plan);
@@ -358,8 +347,8 @@ TEST(DecomposeTest, ColocatedAtScale) {
   Plan plan = Refit()
                   .mesh("train", {256}, 0)
                   .mesh("gen", {16, 8}, 0)
-                  .tensor("w", {7168, 2048}, "train", {S(0)}, "gen",
-                          {R, S(0)}, DType::BF16)
+                  .tensor("w", {7168, 2048}, "train", {S(0)}, "gen", {R, S(0)},
+                          DType::BF16)
                   .plan();
   DecomposeStats stats = decomposeChecked(plan);
   int64_t expectedLocal = 0;

@@ -56,8 +56,8 @@ public:
     return mesh(std::move(name), shape, Mesh::contiguous(shape, start).ranks);
   }
   Refit &mesh(std::string name, Shape shape, std::vector<int64_t> ranks) {
-    spec.meshes.push_back(
-        spec::MeshSpec{std::move(name), std::move(shape), {}, std::move(ranks)});
+    spec.meshes.push_back(spec::MeshSpec{
+        std::move(name), std::move(shape), {}, std::move(ranks)});
     return *this;
   }
   Refit &tensor(std::string name, Shape shape, std::string srcMesh,
@@ -95,8 +95,7 @@ inline void fuseByHand(Plan &plan) {
       message.receiver = slice.receiver;
       int32_t members = static_cast<int32_t>(group.members.size());
       message.parts.push_back(MessagePart{static_cast<int32_t>(g),
-                                          static_cast<int32_t>(i), 0,
-                                          members});
+                                          static_cast<int32_t>(i), 0, members});
       message.bytes = sliceBytes(group, slice) * members;
       plan.messages.push_back(std::move(message));
       steps = std::max<int64_t>(steps, slice.round + 1);
