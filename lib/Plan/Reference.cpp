@@ -113,10 +113,11 @@ private:
                int64_t rank);
   /// The part's slice, or an error.
   std::string partSlice(const MessagePart &part, const Slice *&slice);
-  /// Copies element `index` of tensor `tensor` between shards.
-  std::string copyElement(int64_t tensor, const std::vector<int64_t> &index,
-                          const Shard &from, bool fromDestination, Shard &to,
-                          int64_t toRank);
+  /// Copies element `index` of tensor `tensor` from a source shard to a
+  /// destination shard of rank `rank`.
+  std::string copyElement(int64_t tensor, int64_t elementBytes,
+                          const std::vector<int64_t> &index, const Shard &from,
+                          Shard &to, int64_t rank);
   std::string tensorName(int64_t tensor) const {
     return "tensor '" + plan.tensors[tensor].name + "'";
   }
@@ -168,21 +169,15 @@ Shard *Executor::shard(std::vector<std::map<int64_t, Shard>> &shards,
   return it == shards[tensor].end() ? nullptr : &it->second;
 }
 
-std::string Executor::copyElement(int64_t tensor,
+std::string Executor::copyElement(int64_t tensor, int64_t elementBytes,
                                   const std::vector<int64_t> &index,
-                                  const Shard &from, bool fromDestination,
-                                  Shard &to, int64_t toRank) {
-  int64_t elementBytes = plan.groups[plan.tensors[tensor].group].elementBytes();
-  int64_t source = positionIn(from.box, index);
-  if (fromDestination && !from.written[source])
-    return tensorName(tensor) + ": element " + indexStr(index) +
-           " is forwarded before it arrived";
+                                  const Shard &from, Shard &to, int64_t rank) {
   int64_t target = positionIn(to.box, index);
   if (to.written[target])
-    return tensorName(tensor) + ": rank " + std::to_string(toRank) +
+    return tensorName(tensor) + ": rank " + std::to_string(rank) +
            " receives element " + indexStr(index) + " twice";
-  std::copy_n(&from.bytes[source * elementBytes], elementBytes,
-              &to.bytes[target * elementBytes]);
+  std::copy_n(&from.bytes[positionIn(from.box, index) * elementBytes],
+              elementBytes, &to.bytes[target * elementBytes]);
   to.written[target] = true;
   return "";
 }
@@ -202,8 +197,8 @@ std::string Executor::localCopies() {
         std::string error;
         forEachElement(slice.box, [&](const std::vector<int64_t> &index) {
           if (error.empty())
-            error =
-                copyElement(tensor, index, *from, false, *to, slice.receiver);
+            error = copyElement(tensor, group.elementBytes(), index, *from, *to,
+                                slice.receiver);
         });
         if (!error.empty())
           return error;

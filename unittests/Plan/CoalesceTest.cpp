@@ -83,10 +83,10 @@ TEST(CoalesceTest, ResultStaysSorted) {
                     slice(1, 4, box({0, 0}, {2, 8}), Origin::Source, 1)}));
 }
 
-TEST(CoalesceTest, MergesSlicesOfOneSenderAcrossSourceBoxes) {
-  // Decompose never gives one sender two source boxes of a layout (a rank
-  // holds one box), but later passes may: here rank 0 holds the whole
-  // tensor and sends the rows that two source boxes cut apart.
+TEST(CoalesceTest, MergesHalvesSentApart) {
+  // Decompose never gives one sender two slices of one receiver (a rank
+  // holds one box of a layout), but later passes and hand-written plans
+  // may: here rank 0 sends the two halves of its replica separately.
   Plan plan = Refit()
                   .mesh("a", {2}, 0)
                   .mesh("b", {1}, 2)
