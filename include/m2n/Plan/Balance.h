@@ -15,9 +15,12 @@ struct BalanceOptions {
 };
 
 struct BalanceStats {
-  /// The busiest sender's bytes before and after, and the ideal: total bytes
-  /// over the number of ranks able to send them, where each region's bytes
-  /// may only go to its holders.
+  /// The busiest sender's bytes (over all remote slices) before and after,
+  /// and the ideal, a lower bound for any choice of senders: the bytes that
+  /// only the ranks of a set can send, spread evenly over the set, for each
+  /// region's holder set and for all holders together; at least the
+  /// busiest rank's bytes that are not balanced (relays); at least the
+  /// largest region that may not be split.
   int64_t maxSendBytesBefore = 0;
   int64_t maxSendBytesAfter = 0;
   int64_t idealMaxSendBytes = 0;

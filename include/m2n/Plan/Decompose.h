@@ -8,10 +8,11 @@
 namespace m2n::plan {
 
 struct DecomposeStats {
-  /// Slices that cross between ranks, and their bytes (all members).
+  /// Slices that cross between ranks, and their bytes; both count each
+  /// member of a group, so a slice of a group of 3 tensors counts 3 times.
   int64_t remoteSlices = 0;
   int64_t wireBytes = 0;
-  /// Slices copied within a rank, and their bytes (all members).
+  /// Slices copied within a rank, and their bytes, counted the same way.
   int64_t localCopies = 0;
   int64_t localBytes = 0;
 };

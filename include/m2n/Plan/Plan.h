@@ -134,8 +134,17 @@ Plan planFromSpec(const spec::RefitSpec &spec);
 /// A member's bytes of a slice.
 int64_t sliceBytes(const TransferGroup &group, const Slice &slice);
 
+/// The order of TransferGroup::slices: (round, receiver, sender, box
+/// offsets), then origin and box sizes, so that the order is total and every
+/// pass that re-sorts a group's slices gets the same result.
+bool sliceLess(const Slice &a, const Slice &b);
+void sortSlices(std::vector<Slice> &slices);
+
 /// The box that `rank` holds of a group's tensors in the source or
-/// destination layout; an empty box when the rank is not on that mesh.
+/// destination layout; an empty box when the rank is not on that mesh (for a
+/// rank-0 tensor, whose boxes have no dimension to be empty in, the rank-1
+/// box [0:0]). Linear in the mesh's size: passes that ask for many ranks
+/// should compute localBoxes once instead.
 Box sourceBox(const Plan &plan, const TransferGroup &group, int64_t rank);
 Box destinationBox(const Plan &plan, const TransferGroup &group, int64_t rank);
 

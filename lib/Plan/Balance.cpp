@@ -1,0 +1,341 @@
+//===- Balance.cpp - Choosing senders among replicas ----------------------===//
+//
+// A longest-processing-time greedy: regions in decreasing order of bytes go
+// to their least-loaded holder. A region is split among several holders only
+// when sending it whole would lift the busiest sender above both the current
+// maximum and the lower bound, and the split lands lower; it then uses the
+// fewest pieces that stay within that level, so that splitting does not
+// multiply messages where whole regions balance as well.
+//
+// The lower bound reported as the ideal is the largest of:
+//  - for each set H of ranks that is some region's holder set, or the union
+//    of all of them: the bytes that only ranks of H can send (regions whose
+//    holders lie within H, plus what ranks of H send that is not balanced,
+//    such as relays) spread evenly over H;
+//  - the busiest rank's unbalanced bytes;
+//  - the largest region that may not be split, which some rank sends whole.
+//
+//===----------------------------------------------------------------------===//
+
+#include "m2n/Plan/Balance.h"
+
+#include "LayoutIndex.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+using namespace m2n;
+using namespace m2n::plan;
+
+namespace {
+
+/// A round-0 remote slice whose sender is to be chosen.
+struct Region {
+  int32_t group = 0;
+  int32_t slice = 0;
+  /// Bytes of all members.
+  int64_t weight = 0;
+  /// Dense indices of the ranks able to send it, in source mesh order.
+  std::vector<int32_t> holders;
+  bool splittable = false;
+};
+
+/// Where a region goes: one sender per piece.
+struct Piece {
+  int32_t sender = 0;
+  Box box;
+};
+
+/// Ranks numbered densely, so that loads live in a vector.
+class RankTable {
+public:
+  explicit RankTable(std::vector<int64_t> ranks) : ranks(std::move(ranks)) {
+    std::sort(this->ranks.begin(), this->ranks.end());
+    this->ranks.erase(std::unique(this->ranks.begin(), this->ranks.end()),
+                      this->ranks.end());
+  }
+  int32_t index(int64_t rank) const {
+    return static_cast<int32_t>(
+        std::lower_bound(ranks.begin(), ranks.end(), rank) - ranks.begin());
+  }
+  int64_t rank(int32_t index) const { return ranks[index]; }
+  size_t size() const { return ranks.size(); }
+
+private:
+  std::vector<int64_t> ranks;
+};
+
+bool isRemote(const Slice &slice) { return !slice.isLocalCopy(); }
+
+bool isBalanced(const TransferGroup &group, const Slice &slice) {
+  return isRemote(slice) && slice.origin == Origin::Source &&
+         slice.round == 0 && isWithinTensor(slice.box, group.shape) &&
+         !slice.box.empty();
+}
+
+/// A slice's bytes over all members; 0 for a malformed slice, whose size
+/// may not even be computable.
+int64_t memberBytes(const TransferGroup &group, const Slice &slice) {
+  if (!isWithinTensor(slice.box, group.shape))
+    return 0;
+  return sliceBytes(group, slice) * static_cast<int64_t>(group.members.size());
+}
+
+/// Every rank of the plan and every sender, which a malformed plan may name
+/// outside the meshes.
+RankTable rankTable(const Plan &plan) {
+  std::vector<int64_t> ranks = plan.ranks();
+  for (const TransferGroup &group : plan.groups)
+    for (const Slice &slice : group.slices)
+      ranks.push_back(slice.sender);
+  return RankTable(std::move(ranks));
+}
+
+/// The busiest sender's bytes over all remote slices.
+int64_t maxSendBytes(const Plan &plan, const RankTable &table) {
+  std::vector<int64_t> load(table.size(), 0);
+  for (const TransferGroup &group : plan.groups)
+    for (const Slice &slice : group.slices)
+      if (isRemote(slice))
+        load[table.index(slice.sender)] += memberBytes(group, slice);
+  return load.empty() ? 0 : *std::max_element(load.begin(), load.end());
+}
+
+/// The dimension a region is split along: its largest, the outermost among
+/// equals, which keeps the pieces contiguous as far as the box allows.
+size_t splitDim(const Box &box) {
+  size_t best = 0;
+  for (size_t d = 1; d < box.sizes.size(); ++d)
+    if (box.sizes[d] > box.sizes[best])
+      best = d;
+  return best;
+}
+
+/// The regions to balance, and the load of the remote slices that are not
+/// balanced (relays, later rounds, regions without a holder to choose).
+std::vector<Region> collectRegions(const Plan &plan, const RankTable &table,
+                                   const BalanceOptions &options,
+                                   std::vector<int64_t> &fixedLoad) {
+  std::vector<Region> regions;
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    const TransferGroup &group = plan.groups[g];
+    LayoutIndex src(plan, group.shape, group.src);
+    for (size_t i = 0; i < group.slices.size(); ++i) {
+      const Slice &slice = group.slices[i];
+      if (!isRemote(slice))
+        continue;
+      int64_t weight = memberBytes(group, slice);
+      int32_t id =
+          isBalanced(group, slice) ? src.findContaining(slice.box) : -1;
+      Region region;
+      if (id >= 0) {
+        // The receiver is never among them: it would have a local copy.
+        for (int64_t holder : src.holders(id))
+          if (holder != slice.receiver)
+            region.holders.push_back(table.index(holder));
+      }
+      if (region.holders.empty()) {
+        fixedLoad[table.index(slice.sender)] += weight;
+        continue;
+      }
+      region.group = static_cast<int32_t>(g);
+      region.slice = static_cast<int32_t>(i);
+      region.weight = weight;
+      // A scalar has no dimension to split along.
+      region.splittable = options.split && weight >= options.minSplitBytes &&
+                          region.holders.size() > 1 &&
+                          !slice.box.sizes.empty() &&
+                          slice.box.sizes[splitDim(slice.box)] > 1;
+      regions.push_back(std::move(region));
+    }
+  }
+  return regions;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/// The lower bound described at the top of this file.
+int64_t idealMaxSendBytes(const std::vector<Region> &regions,
+                          const std::vector<int64_t> &fixedLoad) {
+  int64_t bound = fixedLoad.empty()
+                      ? 0
+                      : *std::max_element(fixedLoad.begin(), fixedLoad.end());
+  std::map<std::vector<int32_t>, int64_t> weightOfSet;
+  std::vector<int32_t> all;
+  for (const Region &region : regions) {
+    std::vector<int32_t> set = region.holders;
+    std::sort(set.begin(), set.end());
+    weightOfSet[set] += region.weight;
+    all.insert(all.end(), set.begin(), set.end());
+    if (!region.splittable)
+      bound = std::max(bound, region.weight);
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+
+  auto boundOf = [&](const std::vector<int32_t> &set) {
+    int64_t bytes = 0;
+    for (int32_t rank : set)
+      bytes += fixedLoad[rank];
+    for (const auto &[subset, weight] : weightOfSet)
+      if (subset.size() <= set.size() &&
+          std::includes(set.begin(), set.end(), subset.begin(), subset.end()))
+        bytes += weight;
+    return ceilDiv(bytes, static_cast<int64_t>(set.size()));
+  };
+  for (const auto &entry : weightOfSet)
+    bound = std::max(bound, boundOf(entry.first));
+  if (!all.empty())
+    bound = std::max(bound, boundOf(all));
+  return bound;
+}
+
+/// The greedy. Returns the pieces of every region, indexed like `regions`.
+class Balancer {
+public:
+  Balancer(const Plan &plan, std::vector<int64_t> load, int64_t target)
+      : plan(plan), load(std::move(load)), target(target) {
+    for (int64_t bytes : this->load)
+      currentMax = std::max(currentMax, bytes);
+  }
+
+  std::vector<Piece> place(const Region &region);
+
+private:
+  /// The holders by increasing load, then mesh order.
+  std::vector<int32_t> byLoad(const Region &region) const;
+  void assign(int32_t rank, int64_t bytes) {
+    load[rank] += bytes;
+    currentMax = std::max(currentMax, load[rank]);
+  }
+
+  const Plan &plan;
+  std::vector<int64_t> load;
+  int64_t currentMax = 0;
+  /// The level that a whole region may raise the busiest sender to without
+  /// a split: the lower bound; the current maximum once above it.
+  int64_t target;
+};
+
+std::vector<int32_t> Balancer::byLoad(const Region &region) const {
+  std::vector<int32_t> order(region.holders.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<int32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return load[region.holders[a]] < load[region.holders[b]];
+  });
+  std::vector<int32_t> ranks;
+  for (int32_t i : order)
+    ranks.push_back(region.holders[i]);
+  return ranks;
+}
+
+std::vector<Piece> Balancer::place(const Region &region) {
+  const TransferGroup &group = plan.groups[region.group];
+  const Box &box = group.slices[region.slice].box;
+  std::vector<int32_t> holders = byLoad(region);
+  int64_t wholePeak = load[holders.front()] + region.weight;
+  int64_t level = std::max(currentMax, target);
+  if (!region.splittable || wholePeak <= level) {
+    assign(holders.front(), region.weight);
+    return {Piece{holders.front(), box}};
+  }
+
+  // torch.chunk into k pieces gives `full` pieces of `c` units and one of
+  // `rest` units; the largest pieces go to the least-loaded holders, so the
+  // peak is the last full piece's or the rest's.
+  size_t dim = splitDim(box);
+  int64_t extent = box.sizes[dim];
+  int64_t unitBytes = region.weight / extent;
+  int64_t maxPieces = std::min<int64_t>(extent, holders.size());
+  int64_t bestK = 1, bestPeak = wholePeak;
+  for (int64_t k = 2; k <= maxPieces; ++k) {
+    int64_t c = ceilDiv(extent, k);
+    int64_t full = extent / c, rest = extent % c;
+    int64_t peak = load[holders[full - 1]] + c * unitBytes;
+    if (rest != 0)
+      peak = std::max(peak, load[holders[full]] + rest * unitBytes);
+    if (peak < bestPeak) {
+      bestK = k;
+      bestPeak = peak;
+    }
+    if (peak <= level)
+      break;
+  }
+
+  std::vector<Piece> pieces;
+  for (int64_t i = 0; i < bestK; ++i) {
+    Chunk part = chunk(extent, bestK, i);
+    if (part.size == 0)
+      continue;
+    Box pieceBox = box;
+    pieceBox.offsets[dim] += part.offset;
+    pieceBox.sizes[dim] = part.size;
+    int32_t sender = holders[pieces.size()];
+    assign(sender, part.size * unitBytes);
+    pieces.push_back(Piece{sender, std::move(pieceBox)});
+  }
+  return pieces;
+}
+
+/// Rewrites the balanced slices with their pieces' senders and boxes.
+void applyPieces(Plan &plan, const RankTable &table,
+                 const std::vector<Region> &regions,
+                 const std::vector<std::vector<Piece>> &pieces) {
+  std::vector<std::vector<const std::vector<Piece> *>> piecesOf(
+      plan.groups.size());
+  for (size_t g = 0; g < plan.groups.size(); ++g)
+    piecesOf[g].assign(plan.groups[g].slices.size(), nullptr);
+  for (size_t r = 0; r < regions.size(); ++r)
+    piecesOf[regions[r].group][regions[r].slice] = &pieces[r];
+
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    std::vector<Slice> slices;
+    for (size_t i = 0; i < plan.groups[g].slices.size(); ++i) {
+      const Slice &slice = plan.groups[g].slices[i];
+      if (!piecesOf[g][i]) {
+        slices.push_back(slice);
+        continue;
+      }
+      for (const Piece &piece : *piecesOf[g][i]) {
+        Slice part = slice;
+        part.sender = table.rank(piece.sender);
+        part.box = piece.box;
+        slices.push_back(std::move(part));
+      }
+    }
+    sortSlices(slices);
+    plan.groups[g].slices = std::move(slices);
+  }
+}
+
+} // namespace
+
+BalanceStats m2n::plan::balance(Plan &plan, const BalanceOptions &options) {
+  BalanceStats stats;
+  RankTable table = rankTable(plan);
+  stats.maxSendBytesBefore = maxSendBytes(plan, table);
+
+  std::vector<int64_t> fixedLoad(table.size(), 0);
+  std::vector<Region> regions = collectRegions(plan, table, options, fixedLoad);
+  stats.idealMaxSendBytes = idealMaxSendBytes(regions, fixedLoad);
+
+  // Largest first; ties in plan order, so that the result is deterministic.
+  std::vector<size_t> order(regions.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return regions[a].weight > regions[b].weight;
+  });
+
+  Balancer balancer(plan, fixedLoad, stats.idealMaxSendBytes);
+  std::vector<std::vector<Piece>> pieces(regions.size());
+  for (size_t r : order) {
+    pieces[r] = balancer.place(regions[r]);
+    stats.splitRegions += pieces[r].size() > 1;
+  }
+  applyPieces(plan, table, regions, pieces);
+  stats.maxSendBytesAfter = maxSendBytes(plan, table);
+  return stats;
+}

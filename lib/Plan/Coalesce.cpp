@@ -1,0 +1,211 @@
+//===- Coalesce.cpp - Merging adjacent slices; strided runs ---------------===//
+//
+// Merging works one dimension at a time: sorted by everything but the
+// dimension's offset, boxes that continue one another along it are
+// neighbours in the order, so a sweep merges each chain. The sweeps repeat
+// over all dimensions until a whole round merges nothing, since a merge
+// along one dimension can make boxes equal in another.
+//
+//===----------------------------------------------------------------------===//
+
+#include "m2n/Plan/Coalesce.h"
+
+#include "LayoutIndex.h"
+
+#include <algorithm>
+#include <tuple>
+
+using namespace m2n;
+using namespace m2n::plan;
+
+namespace {
+
+/// Whether `box` covers elements of a tensor of `shape`. Others (empty, or
+/// malformed in a plan read from bad IR) are left as they are.
+bool isMergeable(const Box &box, const std::vector<int64_t> &shape) {
+  return isWithinTensor(box, shape) && !box.empty();
+}
+
+/// Whether `a` and `b` agree in every dimension but `dim`.
+bool equalExcept(const Box &a, const Box &b, size_t dim) {
+  for (size_t d = 0; d < a.sizes.size(); ++d)
+    if (d != dim && (a.offsets[d] != b.offsets[d] || a.sizes[d] != b.sizes[d]))
+      return false;
+  return true;
+}
+
+/// Merges chains of boxes that continue one another along `dim`; returns
+/// whether any merged.
+bool mergeAlong(std::vector<Box> &boxes, size_t dim) {
+  std::sort(boxes.begin(), boxes.end(), [dim](const Box &a, const Box &b) {
+    for (size_t d = 0; d < a.sizes.size(); ++d) {
+      if (d == dim)
+        continue;
+      if (a.offsets[d] != b.offsets[d])
+        return a.offsets[d] < b.offsets[d];
+      if (a.sizes[d] != b.sizes[d])
+        return a.sizes[d] < b.sizes[d];
+    }
+    return a.offsets[dim] < b.offsets[dim];
+  });
+  std::vector<Box> merged;
+  for (Box &box : boxes) {
+    if (!merged.empty()) {
+      Box &last = merged.back();
+      if (equalExcept(last, box, dim) &&
+          last.offsets[dim] + last.sizes[dim] == box.offsets[dim]) {
+        last.sizes[dim] += box.sizes[dim];
+        continue;
+      }
+    }
+    merged.push_back(std::move(box));
+  }
+  bool changed = merged.size() != boxes.size();
+  boxes = std::move(merged);
+  return changed;
+}
+
+/// Merges the boxes of one (sender, receiver, origin, round) of a tensor of
+/// `shape` until none merge.
+std::vector<Box> mergeBoxes(std::vector<Box> boxes,
+                            const std::vector<int64_t> &shape) {
+  size_t rank = shape.size();
+  std::vector<Box> empty;
+  std::vector<Box> proper;
+  for (Box &box : boxes)
+    (isMergeable(box, shape) ? proper : empty).push_back(std::move(box));
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t dim = 0; dim < rank; ++dim)
+      changed |= mergeAlong(proper, dim);
+  }
+  proper.insert(proper.end(), std::make_move_iterator(empty.begin()),
+                std::make_move_iterator(empty.end()));
+  return proper;
+}
+
+auto bucketKey(const Slice &slice) {
+  return std::make_tuple(slice.sender, slice.receiver, slice.origin,
+                         slice.round);
+}
+
+void coalesceGroup(TransferGroup &group) {
+  std::vector<Slice> slices = std::move(group.slices);
+  std::stable_sort(slices.begin(), slices.end(),
+                   [](const Slice &a, const Slice &b) {
+                     return bucketKey(a) < bucketKey(b);
+                   });
+  std::vector<Slice> result;
+  for (size_t begin = 0; begin < slices.size();) {
+    size_t end = begin + 1;
+    while (end < slices.size() &&
+           bucketKey(slices[end]) == bucketKey(slices[begin]))
+      ++end;
+    std::vector<Box> boxes;
+    for (size_t i = begin; i < end; ++i)
+      boxes.push_back(std::move(slices[i].box));
+    for (Box &box : mergeBoxes(std::move(boxes), group.shape)) {
+      Slice slice = slices[begin];
+      slice.box = std::move(box);
+      result.push_back(std::move(slice));
+    }
+    begin = end;
+  }
+  sortSlices(result);
+  group.slices = std::move(result);
+}
+
+/// The strided runs of `slice` in each of `buffers` at once: a dimension
+/// folds into the run, or two levels merge, only where they do in every
+/// buffer.
+std::vector<StridedRuns> describe(const Box &slice,
+                                  const std::vector<const Box *> &buffers,
+                                  int64_t elementBytes) {
+  size_t numBuffers = buffers.size();
+  std::vector<StridedRuns> result(numBuffers);
+  if (slice.volume() == 0)
+    return result;
+  size_t rank = slice.sizes.size();
+
+  // Byte strides per buffer and dimension, and the slice's start.
+  std::vector<std::vector<int64_t>> strides(numBuffers,
+                                            std::vector<int64_t>(rank));
+  for (size_t b = 0; b < numBuffers; ++b) {
+    int64_t stride = elementBytes;
+    for (size_t d = rank; d-- > 0;) {
+      strides[b][d] = stride;
+      result[b].offset += (slice.offsets[d] - buffers[b]->offsets[d]) * stride;
+      stride *= buffers[b]->sizes[d];
+    }
+  }
+
+  // Dimensions inside a whole one fold into the run.
+  auto wholeInAll = [&](size_t d) {
+    for (const Box *buffer : buffers)
+      if (slice.sizes[d] != buffer->sizes[d])
+        return false;
+    return true;
+  };
+  size_t innermost = rank == 0 ? 0 : rank - 1;
+  while (innermost > 0 && wholeInAll(innermost))
+    --innermost;
+  int64_t runElements = 1;
+  for (size_t d = innermost; d < rank; ++d)
+    runElements *= slice.sizes[d];
+  for (StridedRuns &runs : result)
+    runs.runBytes = runElements * elementBytes;
+
+  // One level per outer dimension of more than one element, outermost
+  // first; a level that steps exactly over the span of the one inside it
+  // merges with it.
+  for (size_t d = 0; d < innermost; ++d) {
+    if (slice.sizes[d] == 1)
+      continue;
+    bool merges = !result.front().count.empty();
+    for (size_t b = 0; b < numBuffers && merges; ++b)
+      merges = result[b].stride.back() == slice.sizes[d] * strides[b][d];
+    for (size_t b = 0; b < numBuffers; ++b) {
+      if (merges) {
+        result[b].count.back() *= slice.sizes[d];
+        result[b].stride.back() = strides[b][d];
+        continue;
+      }
+      result[b].count.push_back(slice.sizes[d]);
+      result[b].stride.push_back(strides[b][d]);
+    }
+  }
+  return result;
+}
+
+} // namespace
+
+CoalesceStats m2n::plan::coalesce(Plan &plan) {
+  CoalesceStats stats;
+  for (TransferGroup &group : plan.groups) {
+    stats.slicesBefore += static_cast<int64_t>(group.slices.size());
+    coalesceGroup(group);
+    stats.slicesAfter += static_cast<int64_t>(group.slices.size());
+  }
+  return stats;
+}
+
+int64_t StridedRuns::runs() const {
+  if (runBytes == 0)
+    return 0;
+  int64_t result = 1;
+  for (int64_t repeat : count)
+    result *= repeat;
+  return result;
+}
+
+StridedRuns m2n::plan::stridedRuns(const Box &slice, const Box &buffer,
+                                   int64_t elementBytes) {
+  return describe(slice, {&buffer}, elementBytes).front();
+}
+
+std::pair<StridedRuns, StridedRuns>
+m2n::plan::stridedRunsPair(const Box &slice, const Box &from, const Box &to,
+                           int64_t elementBytes) {
+  std::vector<StridedRuns> both = describe(slice, {&from, &to}, elementBytes);
+  return {both[0], both[1]};
+}

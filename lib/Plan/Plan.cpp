@@ -1,0 +1,142 @@
+//===- Plan.cpp - The transfer plan of a refit ----------------------------===//
+//
+// Builds the undecomposed plan of a spec and answers the plan's basic
+// questions: its ranks, the bytes of a slice, the box a rank holds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "m2n/Plan/Plan.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+using namespace m2n;
+using namespace m2n::plan;
+
+namespace {
+
+/// What makes two tensors share a group, as an ordered key.
+using GroupKey =
+    std::tuple<std::vector<int64_t>, DType, int32_t, std::vector<int64_t>,
+               int32_t, std::vector<int64_t>>;
+
+std::vector<int64_t> placementDims(const std::vector<Placement> &placements) {
+  std::vector<int64_t> dims;
+  dims.reserve(placements.size());
+  for (const Placement &placement : placements)
+    dims.push_back(placement.dim);
+  return dims;
+}
+
+/// The box that `rank` holds in `layout`, or an empty box when the rank is
+/// not on the layout's mesh or the layout is invalid (which only a plan
+/// read from malformed IR has; localBox must not see it).
+Box holdingBox(const Plan &plan, const TransferGroup &group,
+               const PlanLayout &layout, int64_t rank) {
+  // A rank-0 box always holds its one element, so "nothing" needs a
+  // dimension to be empty in.
+  size_t emptyRank = std::max<size_t>(group.shape.size(), 1);
+  Box empty{std::vector<int64_t>(emptyRank, 0),
+            std::vector<int64_t>(emptyRank, 0)};
+  if (layout.mesh < 0 ||
+      layout.mesh >= static_cast<int32_t>(plan.meshes.size()))
+    return empty;
+  const Mesh &mesh = plan.meshes[layout.mesh];
+  int64_t tensorRank = static_cast<int64_t>(group.shape.size());
+  if (!checkMesh(mesh.shape, mesh.ranks).empty() ||
+      !checkTensorShape(group.shape).empty() ||
+      !checkPlacements(layout.placements,
+                       static_cast<int64_t>(mesh.shape.size()), tensorRank)
+           .empty())
+    return empty;
+  auto it = std::find(mesh.ranks.begin(), mesh.ranks.end(), rank);
+  if (it == mesh.ranks.end())
+    return empty;
+  return localBox(group.shape, mesh, layout.placements,
+                  it - mesh.ranks.begin());
+}
+
+} // namespace
+
+std::vector<int64_t> Plan::ranks() const {
+  std::vector<int64_t> result;
+  for (const Mesh &mesh : meshes)
+    result.insert(result.end(), mesh.ranks.begin(), mesh.ranks.end());
+  std::sort(result.begin(), result.end());
+  result.erase(std::unique(result.begin(), result.end()), result.end());
+  return result;
+}
+
+int64_t Plan::worldSize() const {
+  int64_t largest = -1;
+  for (const Mesh &mesh : meshes)
+    for (int64_t rank : mesh.ranks)
+      largest = std::max(largest, rank);
+  return largest + 1;
+}
+
+Plan m2n::plan::planFromSpec(const spec::RefitSpec &spec) {
+  Plan plan;
+  llvm::StringMap<int32_t> meshIndex;
+  for (const spec::MeshSpec &mesh : spec.meshes) {
+    meshIndex.try_emplace(mesh.name, static_cast<int32_t>(plan.meshes.size()));
+    plan.meshNames.push_back(mesh.name);
+    plan.meshes.push_back(Mesh{mesh.shape, mesh.ranks});
+  }
+  // A spec that names an unknown mesh is invalid; -1 lets verifyPlan say so.
+  auto layoutOf = [&](const spec::LayoutSpec &layout) {
+    auto it = meshIndex.find(layout.mesh);
+    int32_t mesh = it == meshIndex.end() ? -1 : it->second;
+    return PlanLayout{mesh, layout.placements};
+  };
+
+  std::map<GroupKey, int32_t> groupOf;
+  for (const spec::TensorSpec &tensor : spec.tensors) {
+    PlanLayout src = layoutOf(tensor.src);
+    PlanLayout dst = layoutOf(tensor.dst);
+    GroupKey key{tensor.shape, tensor.dtype,
+                 src.mesh,     placementDims(src.placements),
+                 dst.mesh,     placementDims(dst.placements)};
+    auto [it, inserted] =
+        groupOf.try_emplace(key, static_cast<int32_t>(plan.groups.size()));
+    if (inserted) {
+      TransferGroup group;
+      group.shape = tensor.shape;
+      group.dtype = tensor.dtype;
+      group.src = std::move(src);
+      group.dst = std::move(dst);
+      plan.groups.push_back(std::move(group));
+    }
+    int32_t index = static_cast<int32_t>(plan.tensors.size());
+    plan.groups[it->second].members.push_back(index);
+    plan.tensors.push_back(TensorInfo{tensor.name, it->second});
+  }
+  return plan;
+}
+
+int64_t m2n::plan::sliceBytes(const TransferGroup &group, const Slice &slice) {
+  return slice.box.volume() * group.elementBytes();
+}
+
+bool m2n::plan::sliceLess(const Slice &a, const Slice &b) {
+  return std::tie(a.round, a.receiver, a.sender, a.box.offsets, a.origin,
+                  a.box.sizes) < std::tie(b.round, b.receiver, b.sender,
+                                          b.box.offsets, b.origin, b.box.sizes);
+}
+
+void m2n::plan::sortSlices(std::vector<Slice> &slices) {
+  std::sort(slices.begin(), slices.end(), sliceLess);
+}
+
+Box m2n::plan::sourceBox(const Plan &plan, const TransferGroup &group,
+                         int64_t rank) {
+  return holdingBox(plan, group, group.src, rank);
+}
+
+Box m2n::plan::destinationBox(const Plan &plan, const TransferGroup &group,
+                              int64_t rank) {
+  return holdingBox(plan, group, group.dst, rank);
+}
