@@ -21,7 +21,10 @@ struct RelayStats {
   /// source side that this saved.
   int64_t relayedRegions = 0;
   int64_t sourceSendsSaved = 0;
+  /// Rounds the plan uses afterwards.
   int32_t rounds = 0;
+  /// The model's time for the plan before and after, each fused with the
+  /// model's default bucket (unscheduled: a step per round).
   double secondsBefore = 0;
   double secondsAfter = 0;
 };
