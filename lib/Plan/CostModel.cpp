@@ -117,6 +117,17 @@ static Error readRanksPerNode(const json::Object &object, int64_t &out) {
   return Error::success();
 }
 
+/// `"a", "b" or "c"` for the known keys.
+static std::string knownKeys() {
+  std::string out;
+  for (size_t i = 0; i < std::size(kKeys); ++i) {
+    if (i > 0)
+      out += i + 1 == std::size(kKeys) ? " or " : ", ";
+    out += quote(kKeys[i]);
+  }
+  return out;
+}
+
 static Error readTopologyValue(const json::Value &value, Topology &topology) {
   const json::Object *object = value.getAsObject();
   if (!object)
@@ -128,22 +139,17 @@ static Error readTopologyValue(const json::Value &value, Topology &topology) {
   for (const auto &entry : *object)
     if (!llvm::is_contained(kKeys, StringRef(entry.first)))
       unknown.push_back(entry.first);
-  if (!unknown.empty()) {
-    std::string expected;
-    for (size_t i = 0; i < std::size(kKeys); ++i)
-      expected += (i == 0 ? "" : i + 1 == std::size(kKeys) ? " or " : ", ") +
-                  quote(kKeys[i]);
+  if (!unknown.empty())
     return fail(*llvm::min_element(unknown),
-                "unknown key (expected " + expected + ")");
-  }
-  if (Error error = readPositive(*object, kLatencyKey, 1e-6,
-                                 topology.latencySeconds))
+                "unknown key (expected " + knownKeys() + ")");
+  if (Error error =
+          readPositive(*object, kLatencyKey, 1e-6, topology.latencySeconds))
     return error;
-  if (Error error = readPositive(*object, kIntraKey, 1e9,
-                                 topology.intraNodeBandwidth))
+  if (Error error =
+          readPositive(*object, kIntraKey, 1e9, topology.intraNodeBandwidth))
     return error;
-  if (Error error = readPositive(*object, kInterKey, 1e9,
-                                 topology.interNodeBandwidth))
+  if (Error error =
+          readPositive(*object, kInterKey, 1e9, topology.interNodeBandwidth))
     return error;
   return readRanksPerNode(*object, topology.ranksPerNode);
 }
@@ -303,8 +309,7 @@ struct DistinctBoxes {
   DistinctBoxes(const Plan &plan, const TransferGroup &group,
                 const PlanLayout &layout) {
     const Mesh &mesh = plan.meshes[layout.mesh];
-    std::vector<Box> all =
-        localBoxes(group.shape, mesh, layout.placements);
+    std::vector<Box> all = localBoxes(group.shape, mesh, layout.placements);
     std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, size_t>
         index;
     for (size_t i = 0; i < all.size(); ++i) {
@@ -336,8 +341,7 @@ static int64_t observedWorldSize(const Plan &plan) {
     for (const Slice &slice : group.slices)
       worldSize = std::max({worldSize, slice.sender + 1, slice.receiver + 1});
   for (const Message &message : plan.messages)
-    worldSize =
-        std::max({worldSize, message.sender + 1, message.receiver + 1});
+    worldSize = std::max({worldSize, message.sender + 1, message.receiver + 1});
   return worldSize;
 }
 

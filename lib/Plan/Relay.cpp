@@ -138,8 +138,8 @@ struct Loads {
   /// takes them away).
   void add(const CostModel &model, int64_t sender, int64_t receiver,
            int64_t bytes, double scale) {
-    double seconds = scale * static_cast<double>(bytes) /
-                     model.bandwidth(sender, receiver);
+    double seconds =
+        scale * static_cast<double>(bytes) / model.bandwidth(sender, receiver);
     send[sender] += seconds;
     receive[receiver] += seconds;
   }
@@ -366,12 +366,10 @@ static std::vector<int64_t> fanOuts(int64_t receivers) {
 
 /// The best relay of `region`, or nullopt when sending it directly is
 /// estimated to be at least as fast. `loads` must exclude the region.
-static std::optional<Tree> chooseTree(const Region &region,
-                                      const TransferGroup &group,
-                                      const Loads &loads,
-                                      const CostModel &model,
-                                      const RelayOptions &options,
-                                      double directSeconds) {
+static std::optional<Tree>
+chooseTree(const Region &region, const TransferGroup &group, const Loads &loads,
+           const CostModel &model, const RelayOptions &options,
+           double directSeconds) {
   int64_t root = chooseRoot(region, loads, model);
   std::vector<int64_t> involved = region.receivers;
   involved.push_back(root);
@@ -477,8 +475,7 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
         addDirect(1);
         continue;
       }
-      double stretch =
-          static_cast<double>(tree->rounds) / tree->chunks.size();
+      double stretch = static_cast<double>(tree->rounds) / tree->chunks.size();
       for (size_t i = 0; i < tree->order.size(); ++i)
         loads.add(model, tree->parent(i), tree->order[i], region.bytes,
                   stretch);

@@ -72,11 +72,10 @@ static llvm::Expected<std::vector<int64_t>> roundsOf(const Plan &plan) {
         part.slice < 0 ||
         part.slice >=
             static_cast<int32_t>(plan.groups[part.group].slices.size()))
-      return llvm::createStringError(
-          llvm::formatv("message from rank {0} to rank {1} carries slice {2} "
-                        "of group {3}, which does not exist",
-                        message.sender, message.receiver, part.slice,
-                        part.group));
+      return llvm::createStringError(llvm::formatv(
+          "message from rank {0} to rank {1} carries slice {2} "
+          "of group {3}, which does not exist",
+          message.sender, message.receiver, part.slice, part.group));
     rounds.push_back(plan.groups[part.group].slices[part.slice].round);
   }
   return rounds;
@@ -103,8 +102,8 @@ public:
   int64_t peak() const { return peakBytes; }
 
 private:
-  bool fits(const llvm::DenseMap<int64_t, int64_t> &ranks, const Message &message,
-            int64_t bytes) const {
+  bool fits(const llvm::DenseMap<int64_t, int64_t> &ranks,
+            const Message &message, int64_t bytes) const {
     if (bytes == 0)
       return true;
     // A message to oneself would be staged on both sides of the one rank.

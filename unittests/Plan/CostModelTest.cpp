@@ -131,8 +131,7 @@ TEST(Topology, RejectsBadRanksPerNode) {
 
 TEST(Topology, ReadsFiles) {
   llvm::SmallString<128> path;
-  ASSERT_FALSE(
-      llvm::sys::fs::createTemporaryFile("topology", "json", path));
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("topology", "json", path));
   llvm::FileRemover remover(path);
   {
     std::error_code error;
@@ -149,8 +148,7 @@ TEST(Topology, ReadsFiles) {
   llvm::Expected<Topology> none = readTopology(missing);
   ASSERT_FALSE(static_cast<bool>(none));
   std::string error = llvm::toString(none.takeError());
-  EXPECT_EQ(error.rfind((missing + ": error: cannot read the file: ").str(),
-                        0),
+  EXPECT_EQ(error.rfind((missing + ": error: cannot read the file: ").str(), 0),
             0u)
       << error;
 }

@@ -39,8 +39,8 @@ void expectMessages(const Plan &plan, const std::vector<Message> &expected) {
   ASSERT_EQ(plan.messages.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i)
     EXPECT_TRUE(plan.messages[i] == expected[i])
-        << "message " << i << ": got " << str(plan.messages[i])
-        << ", expected " << str(expected[i]);
+        << "message " << i << ": got " << str(plan.messages[i]) << ", expected "
+        << str(expected[i]);
 }
 
 /// Ranks 0 and 1 each hold half of the columns of [rows, 8] F32 tensors,
@@ -160,20 +160,18 @@ TEST(Fuse, ZeroCopyNeedsContiguityAndHalfABucket) {
   // Group 0: 128 >= 256 / 2 and contiguous: one message per member.
   // Group 1: [4, 4] boxes, 64 bytes, contiguous in neither buffer.
   EXPECT_EQ(stats.zeroCopyMessages, 4);
-  expectMessages(plan,
-                 {message(0, 0, 2, {{0, 0, 0, 1}}, 128, true),
-                  message(0, 0, 2, {{0, 0, 1, 2}}, 128, true),
-                  message(0, 0, 3, {{1, 0, 0, 1}}, 64),
-                  message(0, 0, 4, {{1, 2, 0, 1}}, 64),
-                  message(0, 1, 2, {{0, 1, 0, 1}}, 128, true),
-                  message(0, 1, 2, {{0, 1, 1, 2}}, 128, true),
-                  message(0, 1, 3, {{1, 1, 0, 1}}, 64),
-                  message(0, 1, 4, {{1, 3, 0, 1}}, 64)});
+  expectMessages(plan, {message(0, 0, 2, {{0, 0, 0, 1}}, 128, true),
+                        message(0, 0, 2, {{0, 0, 1, 2}}, 128, true),
+                        message(0, 0, 3, {{1, 0, 0, 1}}, 64),
+                        message(0, 0, 4, {{1, 2, 0, 1}}, 64),
+                        message(0, 1, 2, {{0, 1, 0, 1}}, 128, true),
+                        message(0, 1, 2, {{0, 1, 1, 2}}, 128, true),
+                        message(0, 1, 3, {{1, 1, 0, 1}}, 64),
+                        message(0, 1, 4, {{1, 3, 0, 1}}, 64)});
 
   // Under half a bucket, contiguous slices are packed.
   fuse(plan, FuseOptions{512});
-  EXPECT_TRUE(plan.messages.front() ==
-              message(0, 0, 2, {{0, 0, 0, 2}}, 256));
+  EXPECT_TRUE(plan.messages.front() == message(0, 0, 2, {{0, 0, 0, 2}}, 256));
 }
 
 TEST(Fuse, ForwardedSlicesReadTheDestinationBuffer) {

@@ -34,8 +34,8 @@ inline std::vector<int64_t> rankRange(int64_t first, int64_t count) {
   return ranks;
 }
 
-inline Slice slice(int64_t sender, int64_t receiver, Box box,
-                   int32_t round = 0, Origin origin = Origin::Source) {
+inline Slice slice(int64_t sender, int64_t receiver, Box box, int32_t round = 0,
+                   Origin origin = Origin::Source) {
   Slice result;
   result.sender = sender;
   result.receiver = receiver;
@@ -100,8 +100,7 @@ inline void addDirectSlices(Plan &plan, int32_t g) {
       auto own = std::find(src.ranks.begin(), src.ranks.end(), receiver);
       bool ownBox = own != src.ranks.end() &&
                     srcBoxes[own - src.ranks.begin()] == srcBoxes[s];
-      if (ownBox ? src.ranks[s] != receiver
-                 : first != srcBoxes.begin() + s)
+      if (ownBox ? src.ranks[s] != receiver : first != srcBoxes.begin() + s)
         continue;
       Box part = intersect(dstBoxes[d], srcBoxes[s]);
       if (!part.empty())

@@ -48,8 +48,8 @@ std::string checkSlices(const Plan &plan) {
       for (const Slice *in : received[s.sender])
         arrived |= in->round < s.round && contains(in->box, s.box);
       if (!arrived)
-        return "rank " + std::to_string(s.sender) + " forwards " +
-               s.box.str() + " before receiving it";
+        return "rank " + std::to_string(s.sender) + " forwards " + s.box.str() +
+               " before receiving it";
     }
     const Mesh &dst = plan.meshes[group.dst.mesh];
     for (int64_t rank : dst.ranks) {
@@ -116,8 +116,8 @@ std::map<int64_t, int64_t> sourceBytesBySender(const Plan &plan) {
   for (const TransferGroup &group : plan.groups)
     for (const Slice &s : group.slices)
       if (!s.isLocalCopy() && s.origin == Origin::Source)
-        bytes[s.sender] += sliceBytes(group, s) *
-                           static_cast<int64_t>(group.members.size());
+        bytes[s.sender] +=
+            sliceBytes(group, s) * static_cast<int64_t>(group.members.size());
   return bytes;
 }
 
@@ -135,11 +135,11 @@ std::map<int64_t, std::set<int64_t>> sendersOf(const Plan &plan) {
 Plan broadcast(int64_t source, std::vector<int64_t> receivers, int64_t bytes,
                int32_t members = 1) {
   int64_t count = static_cast<int64_t>(receivers.size());
-  Plan plan = planWithMeshes(mesh({1}, {source}),
-                             mesh({count}, std::move(receivers)));
-  int32_t g = addGroup(plan, {bytes / (2 * 4096), 4096}, DType::BF16,
-                       {Placement::replicate()}, {Placement::replicate()},
-                       members);
+  Plan plan =
+      planWithMeshes(mesh({1}, {source}), mesh({count}, std::move(receivers)));
+  int32_t g =
+      addGroup(plan, {bytes / (2 * 4096), 4096}, DType::BF16,
+               {Placement::replicate()}, {Placement::replicate()}, members);
   addDirectSlices(plan, g);
   return plan;
 }
@@ -290,8 +290,7 @@ TEST(Relay, EachRegionGetsItsOwnRoot) {
   // Rows split over ranks 0 and 1 (node 0), replicated four times on a
   // [4, 2] mesh of ranks 8..15 (node 1) that splits rows over its second
   // axis: region j goes to ranks 8 + j, 10 + j, 12 + j, 14 + j.
-  Plan plan = planWithMeshes(mesh({2}, {0, 1}),
-                             mesh({4, 2}, rankRange(8, 8)));
+  Plan plan = planWithMeshes(mesh({2}, {0, 1}), mesh({4, 2}, rankRange(8, 8)));
   addGroup(plan, {16384, 4096}, DType::BF16, {Placement::shard(0)},
            {Placement::replicate(), Placement::shard(0)}, /*members=*/2);
   addDirectSlices(plan, 0);

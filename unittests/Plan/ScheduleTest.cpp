@@ -32,9 +32,14 @@ Plan planOf(const std::vector<Transfer> &transfers) {
   for (const Transfer &t : transfers) {
     plan.groups[0].slices.push_back(
         slice(t.sender, t.receiver, box({offset}, {t.bytes}), t.round));
-    int32_t index = static_cast<int32_t>(plan.messages.size());
-    plan.messages.push_back(Message{t.round, t.sender, t.receiver,
-                                    {{0, index, 0, 1}}, t.bytes, t.zeroCopy});
+    Message message;
+    message.step = t.round;
+    message.sender = t.sender;
+    message.receiver = t.receiver;
+    message.parts = {{0, static_cast<int32_t>(plan.messages.size()), 0, 1}};
+    message.bytes = t.bytes;
+    message.zeroCopy = t.zeroCopy;
+    plan.messages.push_back(std::move(message));
     offset += t.bytes;
   }
   return plan;
@@ -49,8 +54,7 @@ int64_t stepOf(const Plan &plan, int32_t s) {
 }
 
 ScheduleStats scheduleOrFail(Plan &plan, int64_t budget) {
-  llvm::Expected<ScheduleStats> stats =
-      schedule(plan, ScheduleOptions{budget});
+  llvm::Expected<ScheduleStats> stats = schedule(plan, ScheduleOptions{budget});
   if (!stats) {
     ADD_FAILURE() << llvm::toString(stats.takeError());
     return ScheduleStats();
@@ -157,8 +161,7 @@ TEST(Schedule, EqualMessagesOrderByTheirParts) {
 
 TEST(Schedule, RejectsAMessageLargerThanTheBudget) {
   Plan plan = planOf({{0, 1, 10}, {3, 4, 200}});
-  llvm::Expected<ScheduleStats> stats =
-      schedule(plan, ScheduleOptions{100});
+  llvm::Expected<ScheduleStats> stats = schedule(plan, ScheduleOptions{100});
   ASSERT_FALSE(static_cast<bool>(stats));
   EXPECT_EQ(llvm::toString(stats.takeError()),
             "message from rank 3 to rank 4 (tensor \"w0\") of 200 bytes needs "
@@ -168,8 +171,7 @@ TEST(Schedule, RejectsAMessageLargerThanTheBudget) {
 TEST(Schedule, RejectsMessagesOfMissingSlices) {
   Plan plan = planOf({{0, 1, 10}});
   plan.messages[0].parts[0].slice = 7;
-  llvm::Expected<ScheduleStats> stats =
-      schedule(plan, ScheduleOptions{100});
+  llvm::Expected<ScheduleStats> stats = schedule(plan, ScheduleOptions{100});
   ASSERT_FALSE(static_cast<bool>(stats));
   EXPECT_EQ(llvm::toString(stats.takeError()),
             "message from rank 0 to rank 1 carries slice 7 of group 0, which "
