@@ -500,8 +500,13 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
       llvm::stable_sort(kept, sliceLess);
       slices = std::move(kept);
     }
-    if (stats.relayedRegions > 0)
+    if (stats.relayedRegions > 0) {
+      // Messages name slices by index; those of a fused plan no longer
+      // apply.
+      plan.messages.clear();
+      plan.numSteps = 0;
       stats.secondsAfter = fusedSeconds(plan, model);
+    }
   }
   stats.rounds = roundsUsed(plan);
   return stats;

@@ -357,7 +357,10 @@ TEST(Relay, DisabledOrWithoutRoundsLeavesThePlan) {
 
 TEST(Relay, RelayedGroupsAreLeftAlone) {
   Plan plan = broadcast(0, rankRange(8, 16), 64 * kMiB);
+  fuse(plan, FuseOptions());
   EXPECT_EQ(relay(plan, CostModel(), RelayOptions()).relayedRegions, 1);
+  // The messages of the direct slices are gone with them.
+  EXPECT_TRUE(plan.messages.empty());
   Plan once = plan;
   EXPECT_EQ(relay(plan, CostModel(), RelayOptions()).relayedRegions, 0);
   EXPECT_EQ(plan.groups[0].slices, once.groups[0].slices);

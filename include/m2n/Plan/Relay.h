@@ -33,7 +33,8 @@ struct RelayStats {
 /// destinations), lets receivers forward it to the others in later rounds,
 /// as chains or trees pipelined in chunks, when the cost model says that is
 /// faster; otherwise leaves the region as it is. Each relayed byte then
-/// leaves the source side about once.
+/// leaves the source side about once. A plan whose slices change loses any
+/// messages it had: fuse it afterwards.
 RelayStats relay(Plan &plan, const CostModel &model,
                  const RelayOptions &options);
 
