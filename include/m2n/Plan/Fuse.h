@@ -8,7 +8,8 @@
 namespace m2n::plan {
 
 struct FuseOptions {
-  /// The most bytes of one packed message.
+  /// The most bytes of one packed message (at least 1; smaller values count
+  /// as 1). Only a single element larger than the bucket exceeds it.
   int64_t bucketBytes = int64_t(64) << 20;
 };
 

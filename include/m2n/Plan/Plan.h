@@ -40,9 +40,10 @@ struct Slice {
   int64_t sender = 0;
   int64_t receiver = 0;
   Origin origin = Origin::Source;
-  /// 0 for bytes read from a source shard. A slice with origin Destination
-  /// has round >= 1 and forwards bytes that reached the sender in an earlier
-  /// round. Rounds also pipeline chunks of one region along a relay chain.
+  /// 0 for bytes read from a source shard, except where a relay pipelines
+  /// a region: its chunk c leaves the source side in round c. A slice with
+  /// origin Destination has round >= 1 and forwards bytes that reached the
+  /// sender in an earlier round.
   int32_t round = 0;
   Box box;
 

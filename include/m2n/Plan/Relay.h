@@ -21,7 +21,10 @@ struct RelayStats {
   /// source side that this saved.
   int64_t relayedRegions = 0;
   int64_t sourceSendsSaved = 0;
+  /// Rounds the plan uses afterwards.
   int32_t rounds = 0;
+  /// The model's time for the plan before and after, each fused with the
+  /// model's default bucket (unscheduled: a step per round).
   double secondsBefore = 0;
   double secondsAfter = 0;
 };
@@ -30,7 +33,8 @@ struct RelayStats {
 /// destinations), lets receivers forward it to the others in later rounds,
 /// as chains or trees pipelined in chunks, when the cost model says that is
 /// faster; otherwise leaves the region as it is. Each relayed byte then
-/// leaves the source side about once.
+/// leaves the source side about once. A plan whose slices change loses any
+/// messages it had: fuse it afterwards.
 RelayStats relay(Plan &plan, const CostModel &model,
                  const RelayOptions &options);
 

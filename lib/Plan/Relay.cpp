@@ -1,0 +1,513 @@
+//===- Relay.cpp - Forwarding regions among destination ranks -------------===//
+//
+// A region is the part of one destination box that lies in one source box.
+// When several destination ranks hold that destination box (replicas), each
+// of them receives the region from the source side, so its bytes leave the
+// source side once per replica. A relay sends them once: the source side
+// sends the region to one receiver, and the receivers forward it to each
+// other along a tree, a chain being the tree of fan-out 1. The region goes in
+// chunks along its outermost dimension longer than 1, and chunk c reaches a
+// receiver at depth d (the first receiver has depth 1) in round c + d - 1, so
+// all hops of the tree work at once once the pipeline is full.
+//
+// Whether and how to relay is decided region by region, largest saving
+// first, on an estimate of each rank's busy time: the seconds its sends and
+// receives take over their links. The root is the least busy source holder,
+// and the tree's fan-out the one whose pipeline (rounds over chunks, plus a
+// latency per round) moves the region fastest on its own. Then the region's
+// ranks, with all their other traffic, decide: direct, their busiest time as
+// it is; relayed, the same with the region's share stretched by the
+// pipeline. The cheaper wins, and its load stays on its ranks for the
+// regions decided after it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "m2n/Plan/Relay.h"
+
+#include "m2n/Plan/Fuse.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+using namespace m2n;
+using namespace m2n::plan;
+
+/// The order Plan.h requires of a group's slices: (round, receiver, sender,
+/// box offsets), with the remaining fields breaking ties so that sorting is
+/// deterministic.
+static bool sliceLess(const Slice &a, const Slice &b) {
+  return std::tie(a.round, a.receiver, a.sender, a.box.offsets, a.box.sizes,
+                  a.origin) < std::tie(b.round, b.receiver, b.sender,
+                                       b.box.offsets, b.box.sizes, b.origin);
+}
+
+namespace {
+/// The distinct boxes of one layout of a group, and which ranks hold which.
+struct LayoutBoxes {
+  std::vector<Box> boxes;
+  std::vector<std::vector<int64_t>> holders;
+  llvm::DenseMap<int64_t, size_t> boxOf;
+
+  LayoutBoxes(const Plan &plan, const TransferGroup &group,
+              const PlanLayout &layout) {
+    const Mesh &mesh = plan.meshes[layout.mesh];
+    std::vector<Box> all = localBoxes(group.shape, mesh, layout.placements);
+    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, size_t>
+        index;
+    for (size_t i = 0; i < all.size(); ++i) {
+      auto [it, inserted] = index.try_emplace(
+          std::make_pair(all[i].offsets, all[i].sizes), boxes.size());
+      if (inserted) {
+        boxes.push_back(all[i]);
+        holders.emplace_back();
+      }
+      holders[it->second].push_back(mesh.ranks[i]);
+      boxOf[mesh.ranks[i]] = it->second;
+    }
+  }
+
+  /// The index of the box `rank` holds, or -1 when it is not on the mesh.
+  int64_t find(int64_t rank) const {
+    auto it = boxOf.find(rank);
+    return it == boxOf.end() ? -1 : static_cast<int64_t>(it->second);
+  }
+};
+
+/// A region that two or more destination ranks receive from the source side.
+struct Region {
+  int32_t group = 0;
+  Box box;
+  /// Bytes of the region, all members.
+  int64_t bytes = 0;
+  /// The ranks holding the source box the region lies in, ascending.
+  std::vector<int64_t> holders;
+  /// The ranks receiving it, ascending.
+  std::vector<int64_t> receivers;
+  /// The group's slices that bring it to them now.
+  std::vector<size_t> slices;
+};
+
+/// How a region travels when relayed: the root (a source holder) sends it
+/// to order[0]; order[i] for i >= 1 gets it from order[(i - 1) / fanOut].
+struct Tree {
+  int64_t root = 0;
+  std::vector<int64_t> order;
+  int64_t fanOut = 1;
+  std::vector<Box> chunks;
+  /// Per receiver in `order`, its distance from the root in hops.
+  std::vector<int32_t> depth;
+  int32_t rounds = 0;
+  /// Estimates of the busiest involved rank's time: with the region's
+  /// traffic alone, and with all the traffic of the plan.
+  double ownSeconds = 0;
+  double seconds = 0;
+
+  int64_t parent(size_t i) const {
+    return i == 0 ? root : order[(i - 1) / fanOut];
+  }
+};
+
+/// Each rank's busy seconds in either direction, over the whole plan.
+struct Loads {
+  std::vector<double> send, receive;
+
+  /// The load of every remote slice of every group in `plan`.
+  Loads(const Plan &plan, const CostModel &model) {
+    int64_t worldSize = plan.worldSize();
+    for (const TransferGroup &group : plan.groups)
+      for (const Slice &slice : group.slices)
+        worldSize = std::max({worldSize, slice.sender + 1, slice.receiver + 1});
+    send.assign(worldSize, 0);
+    receive.assign(worldSize, 0);
+    for (const TransferGroup &group : plan.groups)
+      for (const Slice &slice : group.slices)
+        if (!slice.isLocalCopy() && slice.sender >= 0 && slice.receiver >= 0)
+          add(model, slice.sender, slice.receiver,
+              sliceBytes(group, slice) *
+                  static_cast<int64_t>(group.members.size()),
+              1);
+  }
+
+  /// Adds `bytes` from `sender` to `receiver`, weighted by `scale` (-1
+  /// takes them away).
+  void add(const CostModel &model, int64_t sender, int64_t receiver,
+           int64_t bytes, double scale) {
+    double seconds =
+        scale * static_cast<double>(bytes) / model.bandwidth(sender, receiver);
+    send[sender] += seconds;
+    receive[receiver] += seconds;
+  }
+
+  double busiest(llvm::ArrayRef<int64_t> ranks) const {
+    double seconds = 0;
+    for (int64_t rank : ranks)
+      seconds = std::max({seconds, send[rank], receive[rank]});
+    return seconds;
+  }
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Finding regions
+//===----------------------------------------------------------------------===//
+
+/// Whether the slices `indices` of `group` bring each receiver the whole
+/// region and nothing else: they lie within it and their volumes add up to
+/// it (slices to one receiver never overlap).
+static bool coversExactly(const TransferGroup &group, const Region &region) {
+  llvm::DenseMap<int64_t, int64_t> volume;
+  for (size_t i : region.slices) {
+    const Slice &slice = group.slices[i];
+    if (!contains(region.box, slice.box))
+      return false;
+    volume[slice.receiver] += slice.box.volume();
+  }
+  return llvm::all_of(volume, [&](const auto &entry) {
+    return entry.second == region.box.volume();
+  });
+}
+
+/// The regions of group `g` that several receivers get from the source side
+/// in round 0. A group that already forwards anything is left alone.
+static void findRegions(const Plan &plan, int32_t g,
+                        std::vector<Region> &regions) {
+  const TransferGroup &group = plan.groups[g];
+  if (group.members.empty() ||
+      llvm::any_of(group.slices, [](const Slice &slice) {
+        return slice.round != 0 || slice.origin != Origin::Source;
+      }))
+    return;
+  LayoutBoxes src(plan, group, group.src), dst(plan, group, group.dst);
+  // By (destination box, source box): the slices of that region.
+  std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> byRegion;
+  for (size_t i = 0; i < group.slices.size(); ++i) {
+    const Slice &slice = group.slices[i];
+    int64_t from = src.find(slice.sender), to = dst.find(slice.receiver);
+    // A receiver that holds the source box itself cannot forward it better
+    // than any other holder; leave such odd slices alone.
+    if (slice.isLocalCopy() || from < 0 || to < 0 ||
+        src.find(slice.receiver) == from)
+      continue;
+    byRegion[{to, from}].push_back(i);
+  }
+  for (auto &[key, slices] : byRegion) {
+    Region region;
+    region.group = g;
+    region.box = intersect(dst.boxes[key.first], src.boxes[key.second]);
+    region.bytes = region.box.volume() * group.elementBytes() *
+                   static_cast<int64_t>(group.members.size());
+    region.holders = src.holders[key.second];
+    llvm::sort(region.holders);
+    for (size_t i : slices)
+      region.receivers.push_back(group.slices[i].receiver);
+    llvm::sort(region.receivers);
+    region.receivers.erase(llvm::unique(region.receivers),
+                           region.receivers.end());
+    region.slices = std::move(slices);
+    if (region.receivers.size() >= 2 && region.bytes > 0 &&
+        coversExactly(group, region))
+      regions.push_back(std::move(region));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Choosing a tree
+//===----------------------------------------------------------------------===//
+
+/// The pieces of `box` along its outermost dimension longer than 1, as
+/// torch.chunk makes them (empty ones dropped).
+static std::vector<Box> chunkBox(const Box &box, int64_t count) {
+  auto dim = llvm::find_if(box.sizes, [](int64_t size) { return size > 1; });
+  if (dim == box.sizes.end())
+    return {box};
+  size_t d = dim - box.sizes.begin();
+  std::vector<Box> chunks;
+  for (int64_t i = 0; i < count; ++i) {
+    Chunk part = chunk(box.sizes[d], count, i);
+    if (part.size == 0)
+      continue;
+    chunks.push_back(box);
+    chunks.back().offsets[d] += part.offset;
+    chunks.back().sizes[d] = part.size;
+  }
+  return chunks;
+}
+
+/// The largest number of chunks `box` splits into.
+static int64_t chunkableExtent(const Box &box) {
+  auto dim = llvm::find_if(box.sizes, [](int64_t size) { return size > 1; });
+  return dim == box.sizes.end() ? 1 : *dim;
+}
+
+/// The holder that is least busy once it sends the region to its nearest
+/// receiver; the lowest rank among equals.
+static int64_t chooseRoot(const Region &region, const Loads &loads,
+                          const CostModel &model) {
+  int64_t best = region.holders.front();
+  double bestSeconds = std::numeric_limits<double>::infinity();
+  for (int64_t holder : region.holders) {
+    double bandwidth = model.getTopology().interNodeBandwidth;
+    for (int64_t receiver : region.receivers)
+      bandwidth = std::max(bandwidth, model.bandwidth(holder, receiver));
+    double seconds =
+        loads.send[holder] + static_cast<double>(region.bytes) / bandwidth;
+    if (seconds < bestSeconds) {
+      best = holder;
+      bestSeconds = seconds;
+    }
+  }
+  return best;
+}
+
+/// The receivers on the root's node first, so that the first hops stay on
+/// the node, then the others by rank, which keeps each node's ranks
+/// together when nodes hold consecutive ranks.
+static std::vector<int64_t> receiverOrder(const Region &region, int64_t root,
+                                          const CostModel &model) {
+  std::vector<int64_t> order = region.receivers;
+  std::stable_partition(order.begin(), order.end(), [&](int64_t receiver) {
+    return model.sameNode(root, receiver);
+  });
+  return order;
+}
+
+/// The number of chunks: as the options ask, or else the count that
+/// minimizes (chunks + depth - 1) * (latency * fanOut + busy / chunks), the
+/// time of a pipeline whose busiest rank has `busy` seconds of work; always
+/// within what the rounds and the region's extent allow.
+static int64_t chooseChunks(const Region &region, const RelayOptions &options,
+                            const CostModel &model, int32_t depth,
+                            int64_t fanOut, double busy) {
+  double most = std::min<double>(options.maxRounds - depth + 1,
+                                 chunkableExtent(region.box));
+  double wanted;
+  if (options.chunkBytes > 0)
+    wanted = std::ceil(static_cast<double>(region.bytes) /
+                       static_cast<double>(options.chunkBytes));
+  else
+    wanted = std::sqrt((depth - 1) * busy /
+                       (model.getTopology().latencySeconds * fanOut));
+  // NaN and infinity (no latency) ask for as many chunks as allowed.
+  if (!(wanted <= most))
+    wanted = most;
+  return std::max<int64_t>(1, std::llround(wanted));
+}
+
+/// The relay of `region` along an f-ary tree of fan-out `fanOut`, with the
+/// busiest involved rank's estimated seconds, or nullopt when its depth
+/// leaves no room within maxRounds.
+static std::optional<Tree> planTree(const Region &region, int64_t fanOut,
+                                    int64_t root, const Loads &loads,
+                                    const CostModel &model,
+                                    const RelayOptions &options,
+                                    llvm::ArrayRef<int64_t> involved) {
+  Tree tree;
+  tree.root = root;
+  tree.order = receiverOrder(region, root, model);
+  tree.fanOut = fanOut;
+  size_t count = tree.order.size();
+  tree.depth.resize(count);
+  for (size_t i = 0; i < count; ++i)
+    tree.depth[i] = i == 0 ? 1 : tree.depth[(i - 1) / fanOut] + 1;
+  int32_t depth = *llvm::max_element(tree.depth);
+  if (depth > options.maxRounds)
+    return std::nullopt;
+
+  // The region's own busy seconds per rank, before pipelining.
+  llvm::DenseMap<int64_t, std::pair<double, double>> own;
+  for (size_t i = 0; i < count; ++i) {
+    int64_t from = tree.parent(i), to = tree.order[i];
+    double seconds =
+        static_cast<double>(region.bytes) / model.bandwidth(from, to);
+    own[from].first += seconds;
+    own[to].second += seconds;
+  }
+  auto busiest = [&](double stretch, bool others) {
+    double seconds = 0;
+    for (int64_t rank : involved) {
+      auto [send, receive] = own.lookup(rank);
+      double sendBefore = others ? loads.send[rank] : 0;
+      double receiveBefore = others ? loads.receive[rank] : 0;
+      seconds = std::max({seconds, sendBefore + send * stretch,
+                          receiveBefore + receive * stretch});
+    }
+    return seconds;
+  };
+
+  // Chunks fused with other traffic cost no latency of their own, so the
+  // count follows the ranks' whole load.
+  int64_t chunks = chooseChunks(region, options, model, depth, fanOut,
+                                busiest(1, /*others=*/true));
+  tree.chunks = chunkBox(region.box, chunks);
+  int64_t actual = static_cast<int64_t>(tree.chunks.size());
+  tree.rounds = static_cast<int32_t>(actual + depth - 1);
+  double stretch = static_cast<double>(tree.rounds) / actual;
+  double latency = model.getTopology().latencySeconds * fanOut * tree.rounds;
+  tree.ownSeconds = busiest(stretch, /*others=*/false) + latency;
+  tree.seconds = busiest(stretch, /*others=*/true) + latency;
+  return tree;
+}
+
+/// Fan-outs worth trying for `receivers` receivers: powers of two, and the
+/// star in which the first receiver feeds all others.
+static std::vector<int64_t> fanOuts(int64_t receivers) {
+  std::vector<int64_t> result;
+  for (int64_t fanOut = 1; fanOut < receivers - 1; fanOut *= 2)
+    result.push_back(fanOut);
+  result.push_back(std::max<int64_t>(1, receivers - 1));
+  return result;
+}
+
+/// The best relay of `region`, or nullopt when sending it directly is
+/// estimated to be at least as fast. `loads` must exclude the region.
+static std::optional<Tree>
+chooseTree(const Region &region, const TransferGroup &group, const Loads &loads,
+           const CostModel &model, const RelayOptions &options,
+           double directSeconds) {
+  int64_t root = chooseRoot(region, loads, model);
+  std::vector<int64_t> involved = region.receivers;
+  involved.push_back(root);
+  for (size_t i : region.slices)
+    involved.push_back(group.slices[i].sender);
+  llvm::sort(involved);
+  involved.erase(llvm::unique(involved), involved.end());
+
+  std::optional<Tree> best;
+  for (int64_t fanOut :
+       fanOuts(static_cast<int64_t>(region.receivers.size()))) {
+    std::optional<Tree> tree =
+        planTree(region, fanOut, root, loads, model, options, involved);
+    // The shape is chosen on the region's own traffic: the other loads on
+    // its ranks, the root's above all, may be regions still to be relayed,
+    // and would favor shapes that spare the root at the receivers' cost.
+    if (tree && (!best || tree->ownSeconds < best->ownSeconds))
+      best = std::move(tree);
+  }
+  if (!best || best->seconds >= directSeconds)
+    return std::nullopt;
+  return best;
+}
+
+//===----------------------------------------------------------------------===//
+// Relaying
+//===----------------------------------------------------------------------===//
+
+/// The slices that carry `region` along `tree`.
+static void addTreeSlices(const Tree &tree, std::vector<Slice> &out) {
+  for (size_t i = 0; i < tree.order.size(); ++i) {
+    for (size_t c = 0; c < tree.chunks.size(); ++c) {
+      Slice slice;
+      slice.sender = tree.parent(i);
+      slice.receiver = tree.order[i];
+      slice.origin = i == 0 ? Origin::Source : Origin::Destination;
+      slice.round = static_cast<int32_t>(c) + tree.depth[i] - 1;
+      slice.box = tree.chunks[c];
+      out.push_back(std::move(slice));
+    }
+  }
+}
+
+/// The model's time for the plan as fusion with the default bucket would
+/// send it: an unfused plan's cost counts a latency per slice and member,
+/// which would weigh chunked relays far beyond what they cost.
+static double fusedSeconds(const Plan &plan, const CostModel &model) {
+  Plan fused = plan;
+  fuse(fused, FuseOptions{model.defaultBucketBytes()});
+  return model.cost(fused).predictedSeconds;
+}
+
+static int32_t roundsUsed(const Plan &plan) {
+  int32_t rounds = 0;
+  for (const TransferGroup &group : plan.groups)
+    for (const Slice &slice : group.slices)
+      rounds = std::max(rounds, slice.round + 1);
+  return rounds;
+}
+
+RelayStats plan::relay(Plan &plan, const CostModel &model,
+                       const RelayOptions &options) {
+  RelayStats stats;
+  stats.secondsBefore = fusedSeconds(plan, model);
+  stats.secondsAfter = stats.secondsBefore;
+  // A relay needs a round to reach the first receiver and one to forward.
+  if (options.enable && options.maxRounds >= 2) {
+    std::vector<Region> regions;
+    for (size_t g = 0; g < plan.groups.size(); ++g)
+      findRegions(plan, static_cast<int32_t>(g), regions);
+    // Largest saving first: those decide the busiest ranks. Equal savings
+    // keep the order of discovery, by group and then by box.
+    auto saving = [](const Region &region) {
+      return static_cast<double>(region.bytes) *
+             static_cast<double>(region.receivers.size() - 1);
+    };
+    llvm::stable_sort(regions, [&](const Region &a, const Region &b) {
+      return saving(a) > saving(b);
+    });
+
+    Loads loads(plan, model);
+    std::vector<std::vector<bool>> replaced(plan.groups.size());
+    std::vector<std::vector<Slice>> added(plan.groups.size());
+    for (const Region &region : regions) {
+      TransferGroup &group = plan.groups[region.group];
+      int64_t members = static_cast<int64_t>(group.members.size());
+      std::vector<int64_t> direct = region.receivers;
+      for (size_t i : region.slices)
+        direct.push_back(group.slices[i].sender);
+      double directSeconds =
+          loads.busiest(direct) + model.getTopology().latencySeconds;
+      auto addDirect = [&](double scale) {
+        for (size_t i : region.slices) {
+          const Slice &slice = group.slices[i];
+          loads.add(model, slice.sender, slice.receiver,
+                    sliceBytes(group, slice) * members, scale);
+        }
+      };
+      addDirect(-1);
+      std::optional<Tree> tree =
+          chooseTree(region, group, loads, model, options, directSeconds);
+      if (!tree) {
+        addDirect(1);
+        continue;
+      }
+      double stretch = static_cast<double>(tree->rounds) / tree->chunks.size();
+      for (size_t i = 0; i < tree->order.size(); ++i)
+        loads.add(model, tree->parent(i), tree->order[i], region.bytes,
+                  stretch);
+      replaced[region.group].resize(group.slices.size());
+      for (size_t i : region.slices)
+        replaced[region.group][i] = true;
+      addTreeSlices(*tree, added[region.group]);
+      ++stats.relayedRegions;
+      stats.sourceSendsSaved +=
+          static_cast<int64_t>(region.receivers.size()) - 1;
+    }
+
+    for (size_t g = 0; g < plan.groups.size(); ++g) {
+      if (added[g].empty())
+        continue;
+      std::vector<Slice> &slices = plan.groups[g].slices;
+      std::vector<Slice> kept;
+      for (size_t i = 0; i < slices.size(); ++i)
+        if (!replaced[g][i])
+          kept.push_back(std::move(slices[i]));
+      llvm::append_range(kept, added[g]);
+      llvm::stable_sort(kept, sliceLess);
+      slices = std::move(kept);
+    }
+    if (stats.relayedRegions > 0) {
+      // Messages name slices by index; those of a fused plan no longer
+      // apply.
+      plan.messages.clear();
+      plan.numSteps = 0;
+      stats.secondsAfter = fusedSeconds(plan, model);
+    }
+  }
+  stats.rounds = roundsUsed(plan);
+  return stats;
+}

@@ -1,0 +1,181 @@
+//===- Schedule.cpp - Ordering messages into steps ------------------------===//
+//
+// Rounds run one after another, each over a range of consecutive steps, so a
+// relay's forward always comes after what it forwards has arrived. Within a
+// round, messages are placed largest first into the earliest step where both
+// ends still have the staging room, and a new step opens when none has: a
+// greedy first-fit-decreasing packing that keeps the step count near the
+// fewest the budget allows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "m2n/Plan/Schedule.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+using namespace m2n;
+using namespace m2n::plan;
+
+static bool partLess(const MessagePart &a, const MessagePart &b) {
+  return std::tie(a.group, a.slice, a.memberBegin, a.memberEnd) <
+         std::tie(b.group, b.slice, b.memberBegin, b.memberEnd);
+}
+
+static bool partsLess(const Message &a, const Message &b) {
+  return std::lexicographical_compare(a.parts.begin(), a.parts.end(),
+                                      b.parts.begin(), b.parts.end(), partLess);
+}
+
+/// The staging bytes a message takes on each of its ends.
+static int64_t stagingOf(const Message &message) {
+  return message.zeroCopy ? 0 : message.bytes;
+}
+
+/// Where a message comes from, for diagnostics: its ranks, its first tensor
+/// and its size.
+static std::string describe(const Plan &plan, const Message &message) {
+  std::string text = llvm::formatv("message from rank {0} to rank {1}",
+                                   message.sender, message.receiver);
+  if (!message.parts.empty()) {
+    const MessagePart &part = message.parts.front();
+    const TransferGroup &group = plan.groups[part.group];
+    if (part.memberBegin >= 0 &&
+        part.memberBegin < static_cast<int32_t>(group.members.size())) {
+      int32_t tensor = group.members[part.memberBegin];
+      if (tensor >= 0 && tensor < static_cast<int32_t>(plan.tensors.size()))
+        text += " (tensor \"" + plan.tensors[tensor].name + "\"" +
+                (message.parts.size() > 1 ? " and more)" : ")");
+    }
+  }
+  return text + llvm::formatv(" of {0} bytes", message.bytes).str();
+}
+
+/// The round of every message: that of the slices it carries. A message
+/// without parts keeps its step as its round.
+static llvm::Expected<std::vector<int64_t>> roundsOf(const Plan &plan) {
+  std::vector<int64_t> rounds;
+  rounds.reserve(plan.messages.size());
+  for (const Message &message : plan.messages) {
+    if (message.parts.empty()) {
+      rounds.push_back(message.step);
+      continue;
+    }
+    const MessagePart &part = message.parts.front();
+    if (part.group < 0 ||
+        part.group >= static_cast<int32_t>(plan.groups.size()) ||
+        part.slice < 0 ||
+        part.slice >=
+            static_cast<int32_t>(plan.groups[part.group].slices.size()))
+      return llvm::createStringError(llvm::formatv(
+          "message from rank {0} to rank {1} carries slice {2} "
+          "of group {3}, which does not exist",
+          message.sender, message.receiver, part.slice, part.group));
+    rounds.push_back(plan.groups[part.group].slices[part.slice].round);
+  }
+  return rounds;
+}
+
+namespace {
+/// The staging bytes each rank uses in each step of one round.
+class RoundSteps {
+public:
+  explicit RoundSteps(int64_t budget) : budget(budget) {}
+
+  /// Places a message in the earliest step with room at both ends and
+  /// returns that step's index within the round.
+  int64_t place(const Message &message) {
+    int64_t bytes = stagingOf(message);
+    for (size_t step = 0; step < used.size(); ++step)
+      if (fits(used[step], message, bytes))
+        return take(step, message, bytes);
+    used.emplace_back();
+    return take(used.size() - 1, message, bytes);
+  }
+
+  int64_t steps() const { return static_cast<int64_t>(used.size()); }
+  int64_t peak() const { return peakBytes; }
+
+private:
+  bool fits(const llvm::DenseMap<int64_t, int64_t> &ranks,
+            const Message &message, int64_t bytes) const {
+    if (bytes == 0)
+      return true;
+    // A message to oneself would be staged on both sides of the one rank.
+    if (message.sender == message.receiver)
+      return ranks.lookup(message.sender) + 2 * bytes <= budget;
+    return ranks.lookup(message.sender) + bytes <= budget &&
+           ranks.lookup(message.receiver) + bytes <= budget;
+  }
+
+  int64_t take(size_t step, const Message &message, int64_t bytes) {
+    for (int64_t rank : {message.sender, message.receiver}) {
+      int64_t &rankBytes = used[step][rank];
+      rankBytes += bytes;
+      peakBytes = std::max(peakBytes, rankBytes);
+    }
+    return static_cast<int64_t>(step);
+  }
+
+  int64_t budget;
+  int64_t peakBytes = 0;
+  std::vector<llvm::DenseMap<int64_t, int64_t>> used;
+};
+} // namespace
+
+llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
+                                             const ScheduleOptions &options) {
+  int64_t budget = options.stagingBudget;
+  llvm::Expected<std::vector<int64_t>> rounds = roundsOf(plan);
+  if (!rounds)
+    return rounds.takeError();
+
+  std::map<int64_t, std::vector<size_t>> byRound;
+  for (size_t i = 0; i < plan.messages.size(); ++i) {
+    const Message &message = plan.messages[i];
+    int64_t ends = message.sender == message.receiver ? 2 : 1;
+    int64_t bytes = stagingOf(message);
+    if (bytes > 0 && bytes > budget / ends)
+      return llvm::createStringError(llvm::formatv(
+          "{0} needs more staging than the budget of {1} bytes per rank",
+          describe(plan, message), budget));
+    byRound[(*rounds)[i]].push_back(i);
+  }
+
+  ScheduleStats stats;
+  int64_t firstStep = 0;
+  for (auto &[round, indices] : byRound) {
+    // Largest first packs tightest; the rest only makes the order total.
+    llvm::sort(indices, [&](size_t a, size_t b) {
+      const Message &x = plan.messages[a], &y = plan.messages[b];
+      int64_t xBytes = stagingOf(x), yBytes = stagingOf(y);
+      if (xBytes != yBytes)
+        return xBytes > yBytes;
+      if (std::tie(x.sender, x.receiver) != std::tie(y.sender, y.receiver))
+        return std::tie(x.sender, x.receiver) < std::tie(y.sender, y.receiver);
+      return partsLess(x, y);
+    });
+    RoundSteps steps(budget);
+    for (size_t i : indices)
+      plan.messages[i].step = firstStep + steps.place(plan.messages[i]);
+    firstStep += steps.steps();
+    stats.stagingPeak = std::max(stats.stagingPeak, steps.peak());
+  }
+
+  llvm::stable_sort(plan.messages, [](const Message &a, const Message &b) {
+    if (std::tie(a.step, a.sender, a.receiver) !=
+        std::tie(b.step, b.sender, b.receiver))
+      return std::tie(a.step, a.sender, a.receiver) <
+             std::tie(b.step, b.sender, b.receiver);
+    return partsLess(a, b);
+  });
+  plan.numSteps = firstStep;
+  plan.stagingBudget = budget;
+  stats.steps = firstStep;
+  return stats;
+}

@@ -1,0 +1,379 @@
+//===- RelayTest.cpp - Tests of forwarding among destination ranks --------===//
+
+#include "m2n/Plan/Relay.h"
+
+#include "m2n/Plan/Fuse.h"
+#include "m2n/Plan/Schedule.h"
+
+#include "HandBuiltPlans.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include "gtest/gtest.h"
+
+#include <map>
+#include <set>
+
+using namespace m2n;
+using namespace m2n::plan;
+using namespace m2n::plan::testing;
+
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+
+/// What Plan.h requires of slices, relays included: slices sorted; each
+/// source slice within its sender's source box; the slices each receiver
+/// gets tile its destination box; each forward sends a box its sender
+/// received whole in an earlier round, from its destination box. Returns
+/// the first problem, or "".
+std::string checkSlices(const Plan &plan) {
+  for (const TransferGroup &group : plan.groups) {
+    if (!std::is_sorted(group.slices.begin(), group.slices.end(), sliceLess))
+      return "slices not sorted";
+    std::map<int64_t, std::vector<const Slice *>> received;
+    for (const Slice &s : group.slices) {
+      received[s.receiver].push_back(&s);
+      if (s.origin == Origin::Source &&
+          !contains(sourceBox(plan, group, s.sender), s.box))
+        return "source slice outside its sender's box: " + s.box.str();
+    }
+    for (const Slice &s : group.slices) {
+      if (s.origin != Origin::Destination)
+        continue;
+      if (s.round < 1 ||
+          !contains(destinationBox(plan, group, s.sender), s.box))
+        return "bad forward " + s.box.str();
+      bool arrived = false;
+      for (const Slice *in : received[s.sender])
+        arrived |= in->round < s.round && contains(in->box, s.box);
+      if (!arrived)
+        return "rank " + std::to_string(s.sender) + " forwards " + s.box.str() +
+               " before receiving it";
+    }
+    const Mesh &dst = plan.meshes[group.dst.mesh];
+    for (int64_t rank : dst.ranks) {
+      int64_t volume = 0;
+      const std::vector<const Slice *> &in = received[rank];
+      for (size_t i = 0; i < in.size(); ++i) {
+        volume += in[i]->box.volume();
+        for (size_t j = 0; j < i; ++j)
+          if (!intersect(in[i]->box, in[j]->box).empty())
+            return "rank " + std::to_string(rank) + " receives " +
+                   in[i]->box.str() + " twice";
+      }
+      if (volume != destinationBox(plan, group, rank).volume())
+        return "rank " + std::to_string(rank) + " misses bytes";
+    }
+  }
+  return "";
+}
+
+/// Checks that every forward travels in a later step than the message that
+/// brought its bytes to the sender. Returns the first problem, or "".
+std::string checkForwardSteps(const Plan &plan) {
+  // (group, slice, member) -> step.
+  std::map<std::tuple<int32_t, int32_t, int32_t>, int64_t> stepOf;
+  for (const Message &m : plan.messages)
+    for (const MessagePart &p : m.parts)
+      for (int32_t member = p.memberBegin; member < p.memberEnd; ++member)
+        stepOf[{p.group, p.slice, member}] = m.step;
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    const std::vector<Slice> &slices = plan.groups[g].slices;
+    for (size_t s = 0; s < slices.size(); ++s) {
+      if (slices[s].origin != Origin::Destination)
+        continue;
+      for (int32_t m = 0;
+           m < static_cast<int32_t>(plan.groups[g].members.size()); ++m) {
+        bool before = false;
+        for (size_t t = 0; t < slices.size(); ++t)
+          if (slices[t].receiver == slices[s].sender &&
+              contains(slices[t].box, slices[s].box))
+            before |= stepOf.at({g, t, m}) < stepOf.at({g, s, m});
+        if (!before)
+          return "forward " + slices[s].box.str() + " comes too early";
+      }
+    }
+  }
+  return "";
+}
+
+/// The plan's cost after fusion with the default bucket and scheduling in
+/// a 1 GiB staging budget.
+PlanCost scheduledCost(Plan plan, const CostModel &model) {
+  fuse(plan, FuseOptions{model.defaultBucketBytes()});
+  llvm::Expected<ScheduleStats> stats = schedule(plan, ScheduleOptions{});
+  EXPECT_TRUE(static_cast<bool>(stats));
+  if (!stats)
+    llvm::consumeError(stats.takeError());
+  EXPECT_EQ(checkForwardSteps(plan), "");
+  return model.cost(plan);
+}
+
+/// Bytes sent from source shards, by rank.
+std::map<int64_t, int64_t> sourceBytesBySender(const Plan &plan) {
+  std::map<int64_t, int64_t> bytes;
+  for (const TransferGroup &group : plan.groups)
+    for (const Slice &s : group.slices)
+      if (!s.isLocalCopy() && s.origin == Origin::Source)
+        bytes[s.sender] +=
+            sliceBytes(group, s) * static_cast<int64_t>(group.members.size());
+  return bytes;
+}
+
+/// For each receiver of group 0, the ranks it receives from.
+std::map<int64_t, std::set<int64_t>> sendersOf(const Plan &plan) {
+  std::map<int64_t, std::set<int64_t>> senders;
+  for (const Slice &s : plan.groups[0].slices)
+    if (!s.isLocalCopy())
+      senders[s.receiver].insert(s.sender);
+  return senders;
+}
+
+/// One `bytes`-sized BF16 tensor [rows, 4096] on rank `source`, replicated
+/// on `receivers`, sent directly from the source to each.
+Plan broadcast(int64_t source, std::vector<int64_t> receivers, int64_t bytes,
+               int32_t members = 1) {
+  int64_t count = static_cast<int64_t>(receivers.size());
+  Plan plan =
+      planWithMeshes(mesh({1}, {source}), mesh({count}, std::move(receivers)));
+  int32_t g =
+      addGroup(plan, {bytes / (2 * 4096), 4096}, DType::BF16,
+               {Placement::replicate()}, {Placement::replicate()}, members);
+  addDirectSlices(plan, g);
+  return plan;
+}
+
+TEST(Relay, OneSourceToSixteenReplicasSendsTheRegionOnce) {
+  // Rank 0 on node 0 holds 256 MiB that ranks 8..23 (nodes 1 and 2) all
+  // need: directly, the source's NIC carries it 16 times.
+  Plan direct = broadcast(0, rankRange(8, 16), 256 * kMiB);
+  CostModel model;
+  Plan plan = direct;
+  RelayStats stats = relay(plan, model, RelayOptions());
+  EXPECT_EQ(checkSlices(plan), "");
+  EXPECT_EQ(stats.relayedRegions, 1);
+  EXPECT_EQ(stats.sourceSendsSaved, 15);
+  EXPECT_LE(stats.rounds, 64);
+  EXPECT_GT(stats.rounds, 16);
+  EXPECT_LT(stats.secondsAfter, stats.secondsBefore / 8);
+
+  // A chain through the receivers in rank order.
+  std::map<int64_t, std::set<int64_t>> senders = sendersOf(plan);
+  EXPECT_EQ(senders[8], std::set<int64_t>{0});
+  for (int64_t rank = 9; rank < 24; ++rank)
+    EXPECT_EQ(senders[rank], std::set<int64_t>{rank - 1}) << rank;
+  EXPECT_EQ(sourceBytesBySender(plan),
+            (std::map<int64_t, int64_t>{{0, 256 * kMiB}}));
+
+  PlanCost before = scheduledCost(direct, model);
+  PlanCost after = scheduledCost(plan, model);
+  EXPECT_EQ(before.sendBytes[0], 16 * 256 * kMiB);
+  EXPECT_EQ(after.sendBytes[0], 256 * kMiB);
+  // The bound: 256 MiB over the 46 GB/s NIC, 5.8 ms.
+  EXPECT_DOUBLE_EQ(after.lowerBoundSeconds, 256 * kMiB / 46e9);
+  EXPECT_DOUBLE_EQ(before.lowerBoundSeconds, after.lowerBoundSeconds);
+  EXPECT_GT(before.predictedSeconds, 15 * before.lowerBoundSeconds);
+  EXPECT_LT(after.predictedSeconds, 1.35 * after.lowerBoundSeconds);
+}
+
+TEST(Relay, NoRelayWhenIdleSendersHaveFastLinks) {
+  // Ranks 0 and 1 both hold the 64 MiB tensor; each sends it to one of
+  // ranks 2 and 3 on the same node. Forwarding would only add a hop.
+  Plan plan = planWithMeshes(mesh({2}, {0, 1}), mesh({2}, {2, 3}));
+  addGroup(plan, {8192, 4096}, DType::BF16, {Placement::replicate()},
+           {Placement::replicate()});
+  plan.groups[0].slices = {slice(0, 2, box({0, 0}, {8192, 4096})),
+                           slice(1, 3, box({0, 0}, {8192, 4096}))};
+  Plan original = plan;
+  RelayStats stats = relay(plan, CostModel(), RelayOptions());
+  EXPECT_EQ(stats.relayedRegions, 0);
+  EXPECT_EQ(stats.rounds, 1);
+  EXPECT_EQ(stats.secondsBefore, stats.secondsAfter);
+  EXPECT_EQ(plan.groups[0].slices, original.groups[0].slices);
+}
+
+TEST(Relay, NoRelayForSmallRegions) {
+  // 4 KiB to 16 replicas: sixteen latencies of a chain cost more than the
+  // sixteen direct sends.
+  Plan plan = broadcast(0, rankRange(8, 16), 4096);
+  Plan original = plan;
+  RelayStats stats = relay(plan, CostModel(), RelayOptions());
+  EXPECT_EQ(stats.relayedRegions, 0);
+  EXPECT_EQ(plan.groups[0].slices, original.groups[0].slices);
+}
+
+TEST(Relay, BusySenderOnAFastLinkRelays) {
+  // Rank 0 alone sends 64 MiB to ranks 1 and 2 on its node: the chain
+  // 0 -> 1 -> 2 halves what the sender carries.
+  Plan plan = broadcast(0, {1, 2}, 64 * kMiB);
+  RelayStats stats = relay(plan, CostModel(), RelayOptions());
+  EXPECT_EQ(checkSlices(plan), "");
+  EXPECT_EQ(stats.relayedRegions, 1);
+  std::map<int64_t, std::set<int64_t>> senders = sendersOf(plan);
+  EXPECT_EQ(senders[1], std::set<int64_t>{0});
+  EXPECT_EQ(senders[2], std::set<int64_t>{1});
+  EXPECT_LT(stats.secondsAfter, stats.secondsBefore);
+}
+
+TEST(Relay, ChainPipelinesChunksOfTheAskedSize) {
+  // 64 MiB in chunks of 16 MiB (2048 rows each) along a chain of four
+  // receivers, each on a node of its own: chunk c reaches the i-th
+  // receiver in round c + i.
+  Plan plan = broadcast(0, {8, 16, 24, 32}, 64 * kMiB);
+  RelayOptions options;
+  options.chunkBytes = 16 * kMiB;
+  RelayStats stats = relay(plan, CostModel(), options);
+  EXPECT_EQ(checkSlices(plan), "");
+  EXPECT_EQ(stats.rounds, 7);
+  std::vector<Slice> expected;
+  std::vector<int64_t> chain = {0, 8, 16, 24, 32};
+  for (int32_t c = 0; c < 4; ++c)
+    for (int32_t i = 0; i < 4; ++i)
+      expected.push_back(slice(chain[i], chain[i + 1],
+                               box({2048 * c, 0}, {2048, 4096}), c + i,
+                               i == 0 ? Origin::Source : Origin::Destination));
+  std::sort(expected.begin(), expected.end(), sliceLess);
+  EXPECT_EQ(plan.groups[0].slices, expected);
+}
+
+TEST(Relay, FansOutWithinANode) {
+  // The receivers share node 1; the source is on node 0. Only the first hop
+  // crosses nodes, so the first receiver feeds the other three over NVLink
+  // in the round after each chunk reaches it.
+  Plan plan = broadcast(0, {8, 9, 10, 11}, 64 * kMiB);
+  RelayOptions options;
+  options.chunkBytes = 16 * kMiB;
+  RelayStats stats = relay(plan, CostModel(), options);
+  EXPECT_EQ(checkSlices(plan), "");
+  EXPECT_EQ(stats.rounds, 5);
+  std::map<int64_t, std::set<int64_t>> senders = sendersOf(plan);
+  EXPECT_EQ(senders[8], std::set<int64_t>{0});
+  for (int64_t rank : {9, 10, 11})
+    EXPECT_EQ(senders[rank], std::set<int64_t>{8});
+  for (const Slice &s : plan.groups[0].slices)
+    EXPECT_EQ(s.round, s.box.offsets[0] / 2048 + (s.sender == 8 ? 1 : 0));
+}
+
+TEST(Relay, TreeWhenAChainIsTooDeep) {
+  // 32 receivers over four nodes cannot form a chain within 8 rounds.
+  Plan plan = broadcast(0, rankRange(8, 32), 64 * kMiB);
+  RelayOptions options;
+  options.maxRounds = 8;
+  RelayStats stats = relay(plan, CostModel(), options);
+  EXPECT_EQ(checkSlices(plan), "");
+  EXPECT_EQ(stats.relayedRegions, 1);
+  EXPECT_LE(stats.rounds, 8);
+  EXPECT_EQ(sourceBytesBySender(plan),
+            (std::map<int64_t, int64_t>{{0, 64 * kMiB}}));
+  // Some receiver feeds several others.
+  std::map<int64_t, int64_t> children;
+  for (const auto &[receiver, from] : sendersOf(plan)) {
+    ASSERT_EQ(from.size(), 1u);
+    ++children[*from.begin()];
+  }
+  int64_t most = 0;
+  for (const auto &[sender, count] : children)
+    most = std::max(most, count);
+  EXPECT_GT(most, 1);
+  EXPECT_EQ(children[0], 1);
+
+  // Far from the bound with so few rounds to pipeline in, but far better
+  // than 32 sends from the source.
+  PlanCost cost = scheduledCost(plan, CostModel());
+  PlanCost direct =
+      scheduledCost(broadcast(0, rankRange(8, 32), 64 * kMiB), CostModel());
+  EXPECT_LT(cost.predictedSeconds, direct.predictedSeconds / 6);
+}
+
+TEST(Relay, EachRegionGetsItsOwnRoot) {
+  // Rows split over ranks 0 and 1 (node 0), replicated four times on a
+  // [4, 2] mesh of ranks 8..15 (node 1) that splits rows over its second
+  // axis: region j goes to ranks 8 + j, 10 + j, 12 + j, 14 + j.
+  Plan plan = planWithMeshes(mesh({2}, {0, 1}), mesh({4, 2}, rankRange(8, 8)));
+  addGroup(plan, {16384, 4096}, DType::BF16, {Placement::shard(0)},
+           {Placement::replicate(), Placement::shard(0)}, /*members=*/2);
+  addDirectSlices(plan, 0);
+  RelayStats stats = relay(plan, CostModel(), RelayOptions());
+  EXPECT_EQ(checkSlices(plan), "");
+  EXPECT_EQ(stats.relayedRegions, 2);
+  EXPECT_EQ(stats.sourceSendsSaved, 6);
+  // Each source sends its 64 MiB half, for both members, once.
+  EXPECT_EQ(sourceBytesBySender(plan),
+            (std::map<int64_t, int64_t>{{0, 128 * kMiB}, {1, 128 * kMiB}}));
+  for (const auto &[receiver, from] : sendersOf(plan))
+    for (int64_t sender : from)
+      EXPECT_TRUE(sender < 2 ? sender == (receiver - 8) % 2
+                             : (sender - receiver) % 2 == 0)
+          << sender << " -> " << receiver;
+}
+
+TEST(Relay, RegionsSplitAmongHoldersRelayWhole) {
+  // Ranks 0 and 1 both hold the tensor and share each receiver's region, as
+  // balance() may split it; the relay sends it whole from one of them.
+  Plan plan = planWithMeshes(mesh({2}, {0, 1}), mesh({8}, rankRange(8, 8)));
+  addGroup(plan, {8192, 4096}, DType::BF16, {Placement::replicate()},
+           {Placement::replicate()});
+  for (int64_t receiver = 8; receiver < 16; ++receiver) {
+    plan.groups[0].slices.push_back(
+        slice(0, receiver, box({0, 0}, {4096, 4096})));
+    plan.groups[0].slices.push_back(
+        slice(1, receiver, box({4096, 0}, {4096, 4096})));
+  }
+  RelayStats stats = relay(plan, CostModel(), RelayOptions());
+  EXPECT_EQ(checkSlices(plan), "");
+  EXPECT_EQ(stats.relayedRegions, 1);
+  EXPECT_EQ(stats.sourceSendsSaved, 7);
+  EXPECT_EQ(sourceBytesBySender(plan),
+            (std::map<int64_t, int64_t>{{0, 64 * kMiB}}));
+}
+
+TEST(Relay, LocalCopiesStay) {
+  // Rank 0 holds the tensor and is one of the replicas: it copies its own
+  // and relays to the other three.
+  Plan plan = broadcast(0, {0, 8, 16, 24}, 64 * kMiB);
+  RelayStats stats = relay(plan, CostModel(), RelayOptions());
+  EXPECT_EQ(checkSlices(plan), "");
+  EXPECT_EQ(stats.relayedRegions, 1);
+  EXPECT_EQ(stats.sourceSendsSaved, 2);
+  EXPECT_EQ(plan.groups[0].slices.front(),
+            slice(0, 0, box({0, 0}, {8192, 4096})));
+}
+
+TEST(Relay, DisabledOrWithoutRoundsLeavesThePlan) {
+  Plan plan = broadcast(0, rankRange(8, 16), 64 * kMiB);
+  Plan original = plan;
+  RelayOptions disabled;
+  disabled.enable = false;
+  EXPECT_EQ(relay(plan, CostModel(), disabled).relayedRegions, 0);
+  EXPECT_EQ(plan.groups[0].slices, original.groups[0].slices);
+  RelayOptions oneRound;
+  oneRound.maxRounds = 1;
+  RelayStats stats = relay(plan, CostModel(), oneRound);
+  EXPECT_EQ(stats.relayedRegions, 0);
+  EXPECT_EQ(stats.rounds, 1);
+  EXPECT_EQ(plan.groups[0].slices, original.groups[0].slices);
+}
+
+TEST(Relay, RelayedGroupsAreLeftAlone) {
+  Plan plan = broadcast(0, rankRange(8, 16), 64 * kMiB);
+  fuse(plan, FuseOptions());
+  EXPECT_EQ(relay(plan, CostModel(), RelayOptions()).relayedRegions, 1);
+  // The messages of the direct slices are gone with them.
+  EXPECT_TRUE(plan.messages.empty());
+  Plan once = plan;
+  EXPECT_EQ(relay(plan, CostModel(), RelayOptions()).relayedRegions, 0);
+  EXPECT_EQ(plan.groups[0].slices, once.groups[0].slices);
+}
+
+TEST(Relay, IsDeterministic) {
+  Plan a = broadcast(0, rankRange(8, 24), 96 * kMiB, /*members=*/3);
+  Plan b = a;
+  RelayStats statsA = relay(a, CostModel(), RelayOptions());
+  RelayStats statsB = relay(b, CostModel(), RelayOptions());
+  EXPECT_EQ(a.groups[0].slices, b.groups[0].slices);
+  EXPECT_EQ(statsA.rounds, statsB.rounds);
+  EXPECT_EQ(statsA.secondsAfter, statsB.secondsAfter);
+}
+
+} // namespace
