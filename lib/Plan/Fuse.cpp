@@ -19,15 +19,6 @@
 using namespace m2n;
 using namespace m2n::plan;
 
-/// The order Plan.h requires of a group's slices: (round, receiver, sender,
-/// box offsets), with the remaining fields breaking ties so that sorting is
-/// deterministic.
-static bool sliceLess(const Slice &a, const Slice &b) {
-  return std::tie(a.round, a.receiver, a.sender, a.box.offsets, a.box.sizes,
-                  a.origin) < std::tie(b.round, b.receiver, b.sender,
-                                       b.box.offsets, b.box.sizes, b.origin);
-}
-
 /// Appends to `pieces` the pieces of `box` that each take at most `bucket`
 /// bytes: the outermost dimension longer than 1 is split as torch.chunk
 /// splits it, into as few pieces as fit, and a piece of a single row that
@@ -81,7 +72,7 @@ static int64_t splitLargeSlices(TransferGroup &group, int64_t bucket) {
   if (split == 0)
     return 0;
   // A piece may sort after slices that followed the whole.
-  std::stable_sort(slices.begin(), slices.end(), sliceLess);
+  sortSlices(slices);
   group.slices = std::move(slices);
   return split;
 }

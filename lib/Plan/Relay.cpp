@@ -38,15 +38,6 @@
 using namespace m2n;
 using namespace m2n::plan;
 
-/// The order Plan.h requires of a group's slices: (round, receiver, sender,
-/// box offsets), with the remaining fields breaking ties so that sorting is
-/// deterministic.
-static bool sliceLess(const Slice &a, const Slice &b) {
-  return std::tie(a.round, a.receiver, a.sender, a.box.offsets, a.box.sizes,
-                  a.origin) < std::tie(b.round, b.receiver, b.sender,
-                                       b.box.offsets, b.box.sizes, b.origin);
-}
-
 namespace {
 /// The distinct boxes of one layout of a group, and which ranks hold which.
 struct LayoutBoxes {

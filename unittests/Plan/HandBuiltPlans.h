@@ -8,6 +8,7 @@
 #ifndef M2N_UNITTESTS_PLAN_HANDBUILTPLANS_H
 #define M2N_UNITTESTS_PLAN_HANDBUILTPLANS_H
 
+#include "m2n/Plan/Decompose.h"
 #include "m2n/Plan/Plan.h"
 
 #include <algorithm>
@@ -74,40 +75,12 @@ inline int32_t addGroup(Plan &plan, std::vector<int64_t> shape, DType dtype,
   return index;
 }
 
-/// The order Plan.h requires of a group's slices.
-inline bool sliceLess(const Slice &a, const Slice &b) {
-  return std::tie(a.round, a.receiver, a.sender, a.box.offsets, a.box.sizes) <
-         std::tie(b.round, b.receiver, b.sender, b.box.offsets, b.box.sizes);
-}
-
-/// The slices a plain decomposition gives: each destination rank gets the
-/// part of its box in each distinct source box from the first holder in
-/// mesh order, or copies it when it holds that source box itself.
+/// The slices that decompose() gives group `g`, leaving the other groups
+/// as they are.
 inline void addDirectSlices(Plan &plan, int32_t g) {
-  TransferGroup &group = plan.groups[g];
-  const Mesh &src = plan.meshes[group.src.mesh];
-  const Mesh &dst = plan.meshes[group.dst.mesh];
-  std::vector<Box> srcBoxes =
-      localBoxes(group.shape, src, group.src.placements);
-  std::vector<Box> dstBoxes =
-      localBoxes(group.shape, dst, group.dst.placements);
-  for (size_t d = 0; d < dstBoxes.size(); ++d) {
-    int64_t receiver = dst.ranks[d];
-    for (size_t s = 0; s < srcBoxes.size(); ++s) {
-      // Only the first holder of each distinct box, unless the receiver is
-      // a holder itself.
-      auto first = std::find(srcBoxes.begin(), srcBoxes.end(), srcBoxes[s]);
-      auto own = std::find(src.ranks.begin(), src.ranks.end(), receiver);
-      bool ownBox = own != src.ranks.end() &&
-                    srcBoxes[own - src.ranks.begin()] == srcBoxes[s];
-      if (ownBox ? src.ranks[s] != receiver : first != srcBoxes.begin() + s)
-        continue;
-      Box part = intersect(dstBoxes[d], srcBoxes[s]);
-      if (!part.empty())
-        group.slices.push_back(slice(src.ranks[s], receiver, part));
-    }
-  }
-  std::sort(group.slices.begin(), group.slices.end(), sliceLess);
+  Plan decomposed = plan;
+  decompose(decomposed);
+  plan.groups[g].slices = std::move(decomposed.groups[g].slices);
 }
 
 } // namespace m2n::plan::testing

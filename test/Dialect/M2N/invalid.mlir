@@ -211,3 +211,134 @@ m2n.refit @r {
 
 // expected-error @+1 {{'m2n.mesh' op expects parent op 'm2n.refit'}}
 m2n.mesh @loose shape [2] ranks [0, 1]
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @m shape [2] ranks [0, 1]
+  %a = m2n.tensor "a" : tensor<4xf32>
+  %b = m2n.tensor "b" : tensor<2xf32>
+  // expected-error @+1 {{moves tensors of different types 'tensor<4xf32>' and 'tensor<2xf32>'}}
+  "m2n.transfers"(%a, %b) <{src = #m2n.layout<@m, [R]>, dst = #m2n.layout<@m, [R]>, slices = array<i64>}> : (tensor<4xf32>, tensor<2xf32>) -> ()
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @m shape [2] ranks [0, 1]
+  // expected-error @+1 {{moves no tensor}}
+  "m2n.transfers"() <{src = #m2n.layout<@m, [R]>, dst = #m2n.layout<@m, [R]>, slices = array<i64>}> : () -> ()
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @m shape [2] ranks [0, 1]
+  %a = m2n.tensor "a" : tensor<4xf32>
+  // expected-error @+1 {{slice table of 5 values is not a whole number of rows of 6}}
+  "m2n.transfers"(%a) <{src = #m2n.layout<@m, [R]>, dst = #m2n.layout<@m, [R]>, slices = array<i64: 0, 1, 0, 0, 0>}> : (tensor<4xf32>) -> ()
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @m shape [2] ranks [0, 1]
+  %a = m2n.tensor "a" : tensor<4xf32>
+  // expected-error @+1 {{slice 0 forwards in round 0; forwarding needs a round of at least 1}}
+  m2n.transfers %a from <@m, [R]> to <@m, [S(0)]> : tensor<4xf32> slices {
+    0 -> 1 [0:2] forward
+  }
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @m shape [2] ranks [0, 1]
+  %a = m2n.tensor "a" : tensor<4xf32>
+  // expected-error @+1 {{slice 1 has a negative offset or size}}
+  m2n.transfers %a from <@m, [R]> to <@m, [S(0)]> : tensor<4xf32> slices {
+    0 -> 1 [0:2]
+    0 -> 1 [2:-2]
+  }
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @m shape [2] ranks [0, 1]
+  %a = m2n.tensor "a" : tensor<4xf32>
+  // expected-error @+1 {{slice 0 has origin 3; expected 0 or 1}}
+  "m2n.transfers"(%a) <{src = #m2n.layout<@m, [R]>, dst = #m2n.layout<@m, [R]>, slices = array<i64: 0, 1, 3, 0, 0, 4>}> : (tensor<4xf32>) -> ()
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @m shape [2] ranks [0, 1]
+  %a = m2n.tensor "a" : tensor<4x4xf32>
+  m2n.transfers %a from <@m, [R]> to <@m, [S(0)]> : tensor<4x4xf32> slices {
+    // expected-error @+1 {{slice box has 1 dimensions, the tensor 2}}
+    0 -> 1 [0:2]
+  }
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @m shape [2] ranks [0, 1]
+  %a = m2n.tensor "a" : tensor<4xf32>
+  // expected-error @+1 {{tensor "a": destination layout on mesh @m: placement 0 shards dimension 1 but the tensor has rank 1}}
+  m2n.transfers %a from <@m, [R]> to <@m, [S(1)]> : tensor<4xf32> slices {}
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @m shape [2] ranks [0, 1]
+  // expected-error @+1 {{tensor "a" is resharded 2 times; a refit moves each tensor once}}
+  %a = m2n.tensor "a" : tensor<4xf32>
+  m2n.reshard %a from <@m, [R]> to <@m, [R]> : tensor<4xf32>
+  m2n.transfers %a from <@m, [R]> to <@m, [R]> : tensor<4xf32> slices {}
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{sends from rank 1 to itself}}
+  m2n.message step 0 : 1 -> 1 bytes 4 parts [g0 s0 m0..1]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{part 0 has a negative index or an empty member range}}
+  m2n.message step 0 : 0 -> 1 bytes 4 parts [g0 s0 m1..1]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{is zero-copy but has 2 parts}}
+  m2n.message step 0 : 0 -> 1 bytes 4 zero_copy parts [g0 s0 m0..1, g0 s1 m0..1]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{needs at least one part of 4 values}}
+  m2n.message step 0 : 0 -> 1 bytes 4 parts []
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{has a negative rank, step or byte count}}
+  m2n.message step -1 : 0 -> 1 bytes 4 parts [g0 s0 m0..1]
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{expected 'm<begin>..<end>'}}
+  m2n.message step 0 : 0 -> 1 bytes 4 parts [g0 s0 x]
+}

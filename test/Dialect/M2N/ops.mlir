@@ -92,3 +92,40 @@ m2n.refit @attributes attributes {
     replicate = #m2n.placement<R>, shard = #m2n.placement<S(1)>,
     layout = #m2n.layout<@m, [R, S(2)]>} {
 }
+
+// -----
+
+// A decomposed, fused and scheduled refit.
+// CHECK-LABEL: m2n.refit @plan attributes {num_steps = 2 : i64, staging_budget = 1024 : i64}
+// CHECK-NEXT:    m2n.mesh @train shape [2] ranks [0, 1]
+// CHECK-NEXT:    m2n.mesh @gen shape [2] ranks [2, 3]
+// CHECK-NEXT:    %[[A:.*]] = m2n.tensor "a" : tensor<8x6xf32>
+// CHECK-NEXT:    %[[B:.*]] = m2n.tensor "b" : tensor<8x6xf32>
+// CHECK-NEXT:    m2n.transfers %[[A]], %[[B]] from <@train, [S(0)]> to <@gen, [R]> : tensor<8x6xf32> slices {
+// CHECK-NEXT:      0 -> 2 [0:4, 0:6]
+// CHECK-NEXT:      1 -> 2 [4:4, 0:6]
+// CHECK-NEXT:      2 -> 3 [0:8, 0:6] forward round 1
+// CHECK-NEXT:      1 -> 1 [4:0, 0:6] round 2
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[C:.*]] = m2n.tensor "c" : tensor<4xbf16>
+// CHECK-NEXT:    m2n.transfers %[[C]] from <@train, [R]> to <@train, [R]> : tensor<4xbf16> slices {}
+// CHECK-NEXT:    m2n.message step 0 : 0 -> 2 bytes 192 parts [g0 s0 m0..2]
+// CHECK-NEXT:    m2n.message step 0 : 1 -> 2 bytes 192 parts [g0 s1 m0..1, g0 s1 m1..2]
+// CHECK-NEXT:    m2n.message step 1 : 2 -> 3 bytes 192 zero_copy parts [g0 s2 m0..1]
+m2n.refit @plan attributes {num_steps = 2, staging_budget = 1024} {
+  m2n.mesh @train shape [2] ranks [0, 1]
+  m2n.mesh @gen shape [2] ranks [2, 3]
+  %a = m2n.tensor "a" : tensor<8x6xf32>
+  %b = m2n.tensor "b" : tensor<8x6xf32>
+  m2n.transfers %a, %b from <@train, [S(0)]> to <@gen, [R]> : tensor<8x6xf32> slices {
+    0 -> 2 [0:4, 0:6]
+    1 -> 2 [4:4, 0:6]
+    2 -> 3 [0:8, 0:6] forward round 1
+    1 -> 1 [4:0, 0:6] round 2
+  }
+  %c = m2n.tensor "c" : tensor<4xbf16>
+  m2n.transfers %c from <@train, [R]> to <@train, [R]> : tensor<4xbf16> slices {}
+  m2n.message step 0 : 0 -> 2 bytes 192 parts [g0 s0 m0..2]
+  m2n.message step 0 : 1 -> 2 bytes 192 parts [g0 s1 m0..1, g0 s1 m1..2]
+  m2n.message step 1 : 2 -> 3 bytes 192 zero_copy parts [g0 s2 m0..1]
+}

@@ -11,6 +11,11 @@
 using namespace mlir;
 using namespace m2n;
 
+static ParseResult parseMessageParts(OpAsmParser &parser,
+                                     DenseI64ArrayAttr &parts);
+static void printMessageParts(OpAsmPrinter &printer, Operation *op,
+                              DenseI64ArrayAttr parts);
+
 #define GET_OP_CLASSES
 #include "m2n/Dialect/M2N/IR/M2NOps.cpp.inc"
 
@@ -36,7 +41,7 @@ LogicalResult RefitOp::verify() {
       return diag;
     }
     auto reshards = llvm::count_if(tensor->getUsers(), [](Operation *user) {
-      return isa<ReshardOp>(user);
+      return isa<ReshardOp, TransfersOp>(user);
     });
     if (reshards > 1)
       return tensor.emitOpError()
@@ -115,31 +120,287 @@ LogicalResult ReshardOp::verify() {
   return success();
 }
 
-/// Checks that `layout` names a mesh of the refit and fits it and the tensor.
-static LogicalResult verifyLayout(ReshardOp op, StringRef side,
+/// Checks that `layout` names a mesh of the refit and fits it and a tensor
+/// of `tensorRank` dimensions called `name`.
+static LogicalResult verifyLayout(Operation *op, StringRef name,
+                                  int64_t tensorRank, StringRef side,
                                   LayoutAttr layout,
                                   SymbolTableCollection &symbolTable) {
-  TensorOp tensor = op.getTensorOp();
-  StringRef name = tensor ? tensor.getName() : StringRef("?");
   auto mesh = symbolTable.lookupNearestSymbolFrom<MeshOp>(op, layout.getMesh());
   if (!mesh)
-    return op.emitOpError() << "tensor \"" << name << "\": " << side
-                            << " mesh " << layout.getMesh()
-                            << " is not a 'm2n.mesh' of this refit";
-  int64_t tensorRank = op.getTensor().getType().getRank();
+    return op->emitOpError() << "tensor \"" << name << "\": " << side
+                             << " mesh " << layout.getMesh()
+                             << " is not a 'm2n.mesh' of this refit";
   std::string problem =
       checkPlacements(layout.getPlacementList(),
                       static_cast<int64_t>(mesh.getShape().size()), tensorRank);
   if (!problem.empty())
-    return op.emitOpError() << "tensor \"" << name << "\": " << side
-                            << " layout on mesh " << layout.getMesh() << ": "
-                            << problem;
+    return op->emitOpError() << "tensor \"" << name << "\": " << side
+                             << " layout on mesh " << layout.getMesh() << ": "
+                             << problem;
   return success();
+}
+
+/// verifyLayout for both layouts of an op that moves tensors.
+static LogicalResult verifyLayouts(Operation *op, StringRef name,
+                                   int64_t tensorRank, LayoutAttr src,
+                                   LayoutAttr dst,
+                                   SymbolTableCollection &symbolTable) {
+  if (failed(verifyLayout(op, name, tensorRank, "source", src, symbolTable)))
+    return failure();
+  return verifyLayout(op, name, tensorRank, "destination", dst, symbolTable);
 }
 
 LogicalResult
 ReshardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  if (failed(verifyLayout(*this, "source", getSrc(), symbolTable)))
+  TensorOp tensor = getTensorOp();
+  return verifyLayouts(*this, tensor ? tensor.getName() : StringRef("?"),
+                       getTensor().getType().getRank(), getSrc(), getDst(),
+                       symbolTable);
+}
+
+//===----------------------------------------------------------------------===//
+// TransfersOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+enum SliceColumn : int64_t { kSender, kReceiver, kOrigin, kRound, kBox };
+} // namespace
+
+RankedTensorType TransfersOp::getTensorType() {
+  return cast<RankedTensorType>(getTensors().front().getType());
+}
+
+/// `[o:s, o:s]`, as Box::str() prints a box.
+static void printBox(OpAsmPrinter &printer, ArrayRef<int64_t> row,
+                     int64_t rank) {
+  printer << "[";
+  for (int64_t d = 0; d < rank; ++d)
+    printer << (d ? ", " : "") << row[kBox + d] << ":" << row[kBox + rank + d];
+  printer << "]";
+}
+
+static void printSliceRow(OpAsmPrinter &printer, ArrayRef<int64_t> row,
+                          int64_t rank) {
+  printer << row[kSender] << " -> " << row[kReceiver] << " ";
+  printBox(printer, row, rank);
+  if (row[kOrigin] == 1)
+    printer << " forward";
+  if (row[kRound] != 0)
+    printer << " round " << row[kRound];
+}
+
+void TransfersOp::print(OpAsmPrinter &printer) {
+  printer << " " << getTensors() << " from ";
+  getSrc().print(printer);
+  printer << " to ";
+  getDst().print(printer);
+  printer << " : " << getTensorType() << " slices {";
+  int64_t rank = getTensorType().getRank();
+  int64_t width = rowWidth(rank);
+  ArrayRef<int64_t> table = getSlices();
+  printer.increaseIndent();
+  for (size_t begin = 0; begin + width <= table.size(); begin += width) {
+    printer.printNewline();
+    printSliceRow(printer, table.slice(begin, width), rank);
+  }
+  printer.decreaseIndent();
+  if (!table.empty())
+    printer.printNewline();
+  printer << "}";
+  printer.printOptionalAttrDict((*this)->getAttrs(),
+                                {"src", "dst", "slices"});
+}
+
+/// `S -> R [o:s, ...] (forward)? (round k)?`, appended to `table`.
+static ParseResult parseSliceRow(OpAsmParser &parser, int64_t rank,
+                                 SmallVectorImpl<int64_t> &table) {
+  int64_t sender, receiver;
+  if (parser.parseInteger(sender) || parser.parseArrow() ||
+      parser.parseInteger(receiver) || parser.parseLSquare())
     return failure();
-  return verifyLayout(*this, "destination", getDst(), symbolTable);
+  SmallVector<int64_t> offsets, sizes;
+  auto parseDim = [&]() -> ParseResult {
+    int64_t offset, size;
+    if (parser.parseInteger(offset) || parser.parseColon() ||
+        parser.parseInteger(size))
+      return failure();
+    offsets.push_back(offset);
+    sizes.push_back(size);
+    return success();
+  };
+  SMLoc boxLoc = parser.getCurrentLocation();
+  if (parser.parseCommaSeparatedList(parseDim) || parser.parseRSquare())
+    return failure();
+  if (static_cast<int64_t>(offsets.size()) != rank)
+    return parser.emitError(boxLoc) << "slice box has " << offsets.size()
+                                    << " dimensions, the tensor " << rank;
+  int64_t origin = succeeded(parser.parseOptionalKeyword("forward")) ? 1 : 0;
+  int64_t round = 0;
+  if (succeeded(parser.parseOptionalKeyword("round")) &&
+      parser.parseInteger(round))
+    return failure();
+  table.append({sender, receiver, origin, round});
+  table.append(offsets.begin(), offsets.end());
+  table.append(sizes.begin(), sizes.end());
+  return success();
+}
+
+ParseResult TransfersOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::UnresolvedOperand> tensors;
+  Type type;
+  MLIRContext *context = parser.getContext();
+  if (parser.parseOperandList(tensors, /*requiredOperandCount=*/-1) ||
+      parser.parseKeyword("from"))
+    return failure();
+  Attribute src = LayoutAttr::parse(parser, Type());
+  if (!src || parser.parseKeyword("to"))
+    return failure();
+  Attribute dst = LayoutAttr::parse(parser, Type());
+  if (!dst || parser.parseColonType(type) || parser.parseKeyword("slices") ||
+      parser.parseLBrace())
+    return failure();
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (!tensorType)
+    return parser.emitError(parser.getCurrentLocation(),
+                            "expected a ranked tensor type");
+  SmallVector<int64_t> table;
+  while (failed(parser.parseOptionalRBrace()))
+    if (parseSliceRow(parser, tensorType.getRank(), table))
+      return failure();
+  if (parser.parseOptionalAttrDict(result.attributes) ||
+      parser.resolveOperands(tensors, type, result.operands))
+    return failure();
+  result.addAttribute("src", src);
+  result.addAttribute("dst", dst);
+  result.addAttribute("slices", DenseI64ArrayAttr::get(context, table));
+  return success();
+}
+
+LogicalResult TransfersOp::verify() {
+  if (getTensors().empty())
+    return emitOpError() << "moves no tensor";
+  for (Value tensor : getTensors()) {
+    if (!tensor.getDefiningOp<TensorOp>())
+      return emitOpError() << "operands must be defined by 'm2n.tensor'";
+    if (tensor.getType() != getTensorType())
+      return emitOpError() << "moves tensors of different types "
+                           << getTensorType() << " and " << tensor.getType();
+  }
+  int64_t rank = getTensorType().getRank();
+  int64_t width = rowWidth(rank);
+  ArrayRef<int64_t> table = getSlices();
+  if (table.size() % width != 0)
+    return emitOpError() << "slice table of " << table.size()
+                         << " values is not a whole number of rows of "
+                         << width;
+  for (size_t begin = 0; begin < table.size(); begin += width) {
+    ArrayRef<int64_t> row = table.slice(begin, width);
+    int64_t index = begin / width;
+    if (row[kSender] < 0 || row[kReceiver] < 0)
+      return emitOpError() << "slice " << index << " has a negative rank";
+    if (row[kOrigin] != 0 && row[kOrigin] != 1)
+      return emitOpError() << "slice " << index << " has origin "
+                           << row[kOrigin] << "; expected 0 or 1";
+    if (row[kRound] < 0 || (row[kOrigin] == 1 && row[kRound] == 0))
+      return emitOpError() << "slice " << index
+                           << " forwards in round " << row[kRound]
+                           << "; forwarding needs a round of at least 1";
+    for (int64_t d = 0; d < rank; ++d)
+      if (row[kBox + d] < 0 || row[kBox + rank + d] < 0)
+        return emitOpError() << "slice " << index
+                             << " has a negative offset or size";
+  }
+  return success();
+}
+
+LogicalResult
+TransfersOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto first = getTensors().front().getDefiningOp<TensorOp>();
+  return verifyLayouts(*this, first ? first.getName() : StringRef("?"),
+                       getTensorType().getRank(), getSrc(), getDst(),
+                       symbolTable);
+}
+
+//===----------------------------------------------------------------------===//
+// MessageOp
+//===----------------------------------------------------------------------===//
+
+/// Columns of a message part: group, slice, first member, end of members.
+static constexpr int64_t kPartWidth = 4;
+
+static void printMessageParts(OpAsmPrinter &printer, Operation *,
+                              DenseI64ArrayAttr parts) {
+  ArrayRef<int64_t> values = parts.asArrayRef();
+  printer << "[";
+  for (size_t i = 0; i + kPartWidth <= values.size(); i += kPartWidth)
+    printer << (i ? ", " : "") << "g" << values[i] << " s" << values[i + 1]
+            << " m" << values[i + 2] << ".." << values[i + 3];
+  printer << "]";
+}
+
+/// A keyword such as `g12`: the letter, then a non-negative number.
+static ParseResult parseTaggedInteger(OpAsmParser &parser, char tag,
+                                      int64_t &value) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  if (!keyword.consume_front(StringRef(&tag, 1)) ||
+      keyword.getAsInteger(10, value))
+    return parser.emitError(loc) << "expected '" << tag << "<number>'";
+  return success();
+}
+
+static ParseResult parseMessageParts(OpAsmParser &parser,
+                                     DenseI64ArrayAttr &parts) {
+  SmallVector<int64_t> values;
+  auto parsePart = [&]() -> ParseResult {
+    int64_t group, slice, begin, end;
+    if (parseTaggedInteger(parser, 'g', group) ||
+        parseTaggedInteger(parser, 's', slice))
+      return failure();
+    // MLIR identifiers may contain '.', so `m0..2` is one keyword.
+    SMLoc loc = parser.getCurrentLocation();
+    StringRef keyword;
+    if (parser.parseKeyword(&keyword))
+      return failure();
+    auto [first, last] = keyword.split("..");
+    if (!first.consume_front("m") || first.getAsInteger(10, begin) ||
+        last.getAsInteger(10, end))
+      return parser.emitError(loc) << "expected 'm<begin>..<end>'";
+    values.append({group, slice, begin, end});
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square,
+                                     parsePart))
+    return failure();
+  parts = DenseI64ArrayAttr::get(parser.getContext(), values);
+  return success();
+}
+
+LogicalResult MessageOp::verify() {
+  // I64Attr values read back as unsigned; negative ones show as huge.
+  auto isNegative = [](uint64_t value) {
+    return static_cast<int64_t>(value) < 0;
+  };
+  if (getSender() == getReceiver())
+    return emitOpError() << "sends from rank " << getSender() << " to itself";
+  if (isNegative(getSender()) || isNegative(getReceiver()) ||
+      isNegative(getStep()) || isNegative(getBytes()))
+    return emitOpError() << "has a negative rank, step or byte count";
+  ArrayRef<int64_t> parts = getParts();
+  if (parts.empty() || parts.size() % kPartWidth != 0)
+    return emitOpError() << "needs at least one part of " << kPartWidth
+                         << " values";
+  for (size_t i = 0; i < parts.size(); i += kPartWidth)
+    if (parts[i] < 0 || parts[i + 1] < 0 || parts[i + 2] < 0 ||
+        parts[i + 3] <= parts[i + 2])
+      return emitOpError() << "part " << i / kPartWidth
+                           << " has a negative index or an empty member "
+                              "range";
+  if (getZeroCopy() && parts.size() != kPartWidth)
+    return emitOpError() << "is zero-copy but has "
+                         << parts.size() / kPartWidth << " parts";
+  return success();
 }

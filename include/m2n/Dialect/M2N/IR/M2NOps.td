@@ -20,8 +20,12 @@ def M2N_RefitOp : M2N_Op<"refit", [
     mesh, ...). The ranks of the source and destination meshes may be
     disjoint, overlap, or be the same (training and serving colocated).
 
+    Once scheduled (`m2n-schedule`), `num_steps` gives the number of steps
+    that every rank runs and `staging_budget` the staging bytes per rank
+    that the schedule keeps within.
+
     The verifier rejects two tensors of one name and a tensor resharded more
-    than once.
+    than once (by `m2n.reshard` or `m2n.transfers`).
 
     Example:
 
@@ -34,7 +38,9 @@ def M2N_RefitOp : M2N_Op<"refit", [
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name);
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       OptionalAttr<I64Attr>:$num_steps,
+                       OptionalAttr<I64Attr>:$staging_budget);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasVerifier = 1;
@@ -127,6 +133,84 @@ def M2N_ReshardOp : M2N_Op<"reshard", [
     /// The m2n.tensor that this reshard moves.
     TensorOp getTensorOp();
   }];
+}
+
+def M2N_TransfersOp : M2N_Op<"transfers", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "The slice transfers of tensors that share a decomposition";
+  let description = [{
+    The decomposed form of the `m2n.reshard`s of one or more tensors that
+    share shape, element type, source layout and destination layout: one
+    table of slices applies to each of them. `m2n-decompose` creates it;
+    the later passes rewrite its slices.
+
+    Each slice moves a box of the tensor (offset:size per dimension, in
+    global coordinates) from a sender rank to a receiver rank:
+
+    - `S -> R [box]` is read from the sender's source shard in round 0;
+      `S -> S [box]` is a local copy from a rank's source shard into its
+      destination shard.
+    - `round k` places a slice in relay round `k` (rounds pipeline the
+      chunks of a region along a relay chain).
+    - `forward` reads the box from the sender's destination shard: bytes
+      that reached it in an earlier round, which it relays.
+
+    The verifier checks the table's structure and the layouts; `m2n-verify`
+    checks that the slices deliver every destination byte exactly once.
+
+    Example:
+
+    ```mlir
+    m2n.transfers %a, %b from <@train, [S(0)]> to <@gen, [R]> : tensor<8x6xf32> slices {
+      0 -> 2 [0:4, 0:6]
+      1 -> 2 [4:4, 0:6]
+      2 -> 3 [0:8, 0:6] forward round 1
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyStaticShapeTensor>:$tensors,
+                       M2N_LayoutAttr:$src,
+                       M2N_LayoutAttr:$dst,
+                       DenseI64ArrayAttr:$slices);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Columns of a slice row: sender, receiver, origin (0 source, 1
+    /// destination), round, then offsets and sizes per tensor dimension.
+    static int64_t rowWidth(int64_t tensorRank) { return 4 + 2 * tensorRank; }
+    /// The shared type of the tensors.
+    ::mlir::RankedTensorType getTensorType();
+  }];
+}
+
+def M2N_MessageOp : M2N_Op<"message", [HasParent<"RefitOp">]> {
+  let summary = "One message from a sender rank to a receiver rank in a step";
+  let description = [{
+    Slices fused into one message (`m2n-fuse`) and placed in a step
+    (`m2n-schedule`). Each part `gG sS mB..E` is slice `S` of the `G`-th
+    `m2n.transfers` of the refit, for that op's tensors `B` to `E - 1`.
+    The parts are packed one after another into a staging buffer on the
+    sender and unpacked on the receiver; a `zero_copy` message has one part,
+    contiguous on both sides, and moves straight between the tensors.
+
+    Example:
+
+    ```mlir
+    m2n.message step 0 : 0 -> 2 bytes 192 parts [g0 s0 m0..2]
+    m2n.message step 1 : 2 -> 3 bytes 67108864 zero_copy parts [g1 s4 m0..1]
+    ```
+  }];
+  let arguments = (ins I64Attr:$step,
+                       I64Attr:$sender,
+                       I64Attr:$receiver,
+                       I64Attr:$bytes,
+                       UnitAttr:$zero_copy,
+                       DenseI64ArrayAttr:$parts);
+  let assemblyFormat = [{
+    `step` $step `:` $sender `->` $receiver `bytes` $bytes
+    (`zero_copy` $zero_copy^)? `parts` custom<MessageParts>($parts) attr-dict
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // M2N_DIALECT_M2N_IR_M2NOPS_TD

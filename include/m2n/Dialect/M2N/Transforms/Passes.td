@@ -1,0 +1,155 @@
+//===- Passes.td - m2n compiler passes ---------------------*- tablegen -*-===//
+
+#ifndef M2N_DIALECT_M2N_TRANSFORMS_PASSES_TD
+#define M2N_DIALECT_M2N_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DecomposePass : Pass<"m2n-decompose", "mlir::ModuleOp"> {
+  let summary = "Decompose each reshard into slice transfers";
+  let description = [{
+    Replaces the `m2n.reshard`s of every `m2n.refit` by `m2n.transfers`: one
+    per distinct (shape, element type, source layout, destination layout),
+    computed once and shared by every tensor with that key. For each
+    destination rank and each region of its destination box, exactly one
+    slice: a local copy when the rank holds the region in its source shard,
+    otherwise a transfer from the first rank that holds it. Regions are the
+    intersections with the distinct source boxes, which are disjoint, so no
+    byte reaches a rank twice.
+  }];
+  let dependentDialects = ["::m2n::M2NDialect"];
+  let statistics = [
+    Statistic<"numGroups", "groups", "Distinct decompositions computed">,
+    Statistic<"numRemoteSlices", "remote-slices", "Slices sent between ranks">,
+    Statistic<"numLocalCopies", "local-copies", "Slices copied within a rank">,
+    Statistic<"wireBytes", "wire-bytes", "Bytes sent between ranks">,
+    Statistic<"localBytes", "local-bytes", "Bytes copied within ranks">,
+  ];
+}
+
+def BalancePass : Pass<"m2n-balance", "mlir::ModuleOp"> {
+  let summary = "Choose senders among the ranks that hold each region";
+  let description = [{
+    Where a region is held by several source ranks (replication), picks the
+    sender so that the busiest sender of the whole refit carries as little
+    as possible, splitting a region among its holders when that helps.
+    Deterministic.
+  }];
+  let options = [
+    Option<"split", "split", "bool", /*default=*/"true",
+           "Split regions among their holders when that helps">,
+    Option<"minSplitBytes", "min-split-bytes", "int64_t",
+           /*default=*/"int64_t(1) << 20",
+           "Never split regions smaller than this many bytes">,
+  ];
+  let statistics = [
+    Statistic<"maxSendBefore", "max-send-bytes-before",
+              "Bytes of the busiest sender before balancing">,
+    Statistic<"maxSendAfter", "max-send-bytes-after",
+              "Bytes of the busiest sender after balancing">,
+    Statistic<"idealMaxSend", "ideal-max-send-bytes",
+              "A lower bound on the busiest sender's bytes">,
+    Statistic<"splitRegions", "split-regions", "Regions split among holders">,
+  ];
+}
+
+def RelayPass : Pass<"m2n-relay", "mlir::ModuleOp"> {
+  let summary = "Forward regions among the destination ranks that need them";
+  let description = [{
+    When one region must reach many destination ranks (replicated
+    destinations), lets the ranks that received it forward it to the others
+    in later rounds, as chains or trees pipelined in chunks, where the cost
+    model says that is faster. Each relayed byte then leaves the source side
+    about once.
+  }];
+  let options = [
+    Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"0",
+           "Bytes per pipelined chunk (0: chosen by the cost model)">,
+    Option<"maxRounds", "max-rounds", "int32_t", /*default=*/"64",
+           "The most relay rounds">,
+    Option<"topology", "topology", "std::string", /*default=*/"\"\"",
+           "A JSON topology file for the cost model (default: H200 nodes)">,
+  ];
+  let statistics = [
+    Statistic<"relayedRegions", "relayed-regions",
+              "Regions forwarded among destination ranks">,
+    Statistic<"sourceSendsSaved", "source-sends-saved",
+              "Sends from the source side saved">,
+    Statistic<"rounds", "rounds", "Relay rounds">,
+  ];
+}
+
+def CoalescePass : Pass<"m2n-coalesce", "mlir::ModuleOp"> {
+  let summary = "Merge slices that are adjacent on both sides";
+  let description = [{
+    Merges the slices of a `m2n.transfers` that go between the same ranks in
+    the same round and whose boxes are adjacent, so each remaining slice is
+    as large as possible; a slice's strided runs are then the fewest.
+  }];
+  let statistics = [
+    Statistic<"slicesBefore", "slices-before", "Slices before">,
+    Statistic<"slicesAfter", "slices-after", "Slices after">,
+  ];
+}
+
+def FusePass : Pass<"m2n-fuse", "mlir::ModuleOp"> {
+  let summary = "Pack slices between each pair of ranks into messages";
+  let description = [{
+    Packs all slices between one (sender, receiver) pair within a round,
+    across tensors, into `m2n.message`s of at most `bucket-bytes`, splitting
+    larger slices. A slice contiguous on both sides that fills a message
+    alone goes zero-copy.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
+           "The most bytes of a packed message (0: from the cost model)">,
+    Option<"topology", "topology", "std::string", /*default=*/"\"\"",
+           "A JSON topology file for the cost model (default: H200 nodes)">,
+  ];
+  let statistics = [
+    Statistic<"numMessages", "messages", "Messages">,
+    Statistic<"numZeroCopy", "zero-copy-messages", "Zero-copy messages">,
+    Statistic<"numSplitSlices", "split-slices", "Slices split to fit">,
+  ];
+}
+
+def SchedulePass : Pass<"m2n-schedule", "mlir::ModuleOp"> {
+  let summary = "Order messages into steps under a staging budget";
+  let description = [{
+    Places every message in a step: later relay rounds after earlier ones,
+    each rank's staging bytes per step within the budget, and messages
+    sorted so that every rank issues its sends and receives in an order that
+    matches its peers. Records `num_steps` and `staging_budget` on the
+    refit.
+  }];
+  let options = [
+    Option<"stagingBytes", "staging-bytes", "int64_t",
+           /*default=*/"int64_t(1) << 30",
+           "Staging bytes (pack and unpack buffers) per rank">,
+    Option<"topology", "topology", "std::string", /*default=*/"\"\"",
+           "A JSON topology file for the cost model (default: H200 nodes)">,
+  ];
+  let statistics = [
+    Statistic<"numSteps", "steps", "Steps">,
+    Statistic<"stagingPeak", "staging-peak-bytes",
+              "The most staging bytes of a rank in a step">,
+    Statistic<"predictedMicros", "predicted-us",
+              "The cost model's time for the plan, in microseconds">,
+    Statistic<"lowerBoundMicros", "lower-bound-us",
+              "A lower bound on any plan's time, in microseconds">,
+  ];
+}
+
+def VerifyPass : Pass<"m2n-verify", "mlir::ModuleOp"> {
+  let summary = "Check that a plan moves every byte exactly once";
+  let description = [{
+    Checks every `m2n.refit`: every destination byte is written exactly
+    once, from a rank that holds it as a source or received it in an
+    earlier round; once fused, every slice travels in exactly one message
+    whose bytes add up; once scheduled, relays come after what they
+    forward, and staging stays within the budget. A violation is a compiler
+    bug: the pass fails and lists the problems.
+  }];
+}
+
+#endif // M2N_DIALECT_M2N_TRANSFORMS_PASSES_TD

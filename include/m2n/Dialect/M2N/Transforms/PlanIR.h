@@ -1,0 +1,57 @@
+//===- PlanIR.h - Between m2n IR and the transfer plan ----------*- C++ -*-===//
+//
+// The passes keep a refit's plan in IR: slice tables on `m2n.transfers`,
+// messages as `m2n.message`, the schedule on `m2n.refit`. Each pass reads
+// the plan, transforms it with the algorithms of m2n/Plan, and writes it
+// back. Group g of the plan is the g-th `m2n.transfers` of the refit;
+// tensor t is its t-th `m2n.tensor`; mesh m its m-th `m2n.mesh`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef M2N_DIALECT_M2N_TRANSFORMS_PLANIR_H
+#define M2N_DIALECT_M2N_TRANSFORMS_PLANIR_H
+
+#include "m2n/Dialect/M2N/IR/M2NOps.h"
+#include "m2n/Plan/CostModel.h"
+#include "m2n/Plan/Plan.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+namespace m2n {
+
+/// The refit's reshards as a spec, for planFromSpec. Fails, with a
+/// diagnostic, on IR that has already been decomposed.
+mlir::FailureOr<spec::RefitSpec> readSpec(RefitOp refit);
+
+/// Replaces the refit's `m2n.reshard`s by one `m2n.transfers` per group of
+/// `plan`, a plan of readSpec(refit) that has been decomposed.
+void writeTransfers(RefitOp refit, const plan::Plan &plan);
+
+/// The plan of a decomposed refit. Fails, with a diagnostic, on a refit that
+/// still has `m2n.reshard`s or whose messages name groups or slices that do
+/// not exist.
+mlir::FailureOr<plan::Plan> readPlan(RefitOp refit);
+
+/// Writes a plan read by readPlan back: the slices of each group, the
+/// messages, and, once scheduled, the step count and staging budget.
+void writePlan(RefitOp refit, const plan::Plan &plan);
+
+/// Reads the plan of every refit in `module`, runs `transform` on it and,
+/// when that succeeds, writes the plan back. Stops at the first failure.
+mlir::LogicalResult transformPlans(
+    mlir::ModuleOp module,
+    llvm::function_ref<mlir::LogicalResult(RefitOp, plan::Plan &)> transform);
+
+/// Fails, with a diagnostic, when the refit already has messages: `pass`
+/// rewrites slice tables, which would leave the messages' parts stale.
+mlir::LogicalResult checkNotFused(RefitOp refit, const plan::Plan &plan,
+                                  llvm::StringRef pass);
+
+/// The cost model of a JSON topology file, or of the default topology when
+/// `path` is empty. Fails, with a diagnostic on `op`, on a bad file.
+mlir::FailureOr<plan::CostModel> loadCostModel(mlir::Operation *op,
+                                               llvm::StringRef path);
+
+} // namespace m2n
+
+#endif // M2N_DIALECT_M2N_TRANSFORMS_PLANIR_H

@@ -1,0 +1,251 @@
+//===- PlanIR.cpp - Between m2n IR and the transfer plan ------------------===//
+
+#include "m2n/Dialect/M2N/Transforms/PlanIR.h"
+
+#include "m2n/Dialect/M2N/IR/DTypes.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+
+namespace m2n {
+
+namespace {
+enum SliceColumn : int64_t { kSender, kReceiver, kOrigin, kRound, kBox };
+constexpr int64_t kPartWidth = 4;
+} // namespace
+
+static spec::LayoutSpec readLayout(LayoutAttr layout) {
+  return {layout.getMesh().getValue().str(), layout.getPlacementList()};
+}
+
+FailureOr<spec::RefitSpec> readSpec(RefitOp refit) {
+  spec::RefitSpec result;
+  result.name = refit.getSymName().str();
+  for (MeshOp mesh : refit.getBody().getOps<MeshOp>()) {
+    spec::MeshSpec &meshSpec = result.meshes.emplace_back();
+    meshSpec.name = mesh.getSymName().str();
+    meshSpec.shape.assign(mesh.getShape().begin(), mesh.getShape().end());
+    meshSpec.ranks.assign(mesh.getRanks().begin(), mesh.getRanks().end());
+    if (std::optional<ArrayAttr> axes = mesh.getAxes())
+      for (StringRef axis : axes->getAsValueRange<StringAttr>())
+        meshSpec.axes.push_back(axis.str());
+  }
+  if (!refit.getBody().getOps<TransfersOp>().empty())
+    return refit.emitError() << "refit @" << refit.getSymName()
+                             << " is already decomposed";
+  for (ReshardOp reshard : refit.getBody().getOps<ReshardOp>()) {
+    TensorOp tensor = reshard.getTensorOp();
+    auto type = cast<RankedTensorType>(tensor.getType());
+    spec::TensorSpec &tensorSpec = result.tensors.emplace_back();
+    tensorSpec.name = tensor.getName().str();
+    tensorSpec.dtype = *getDType(type.getElementType());
+    tensorSpec.shape = type.getShape().vec();
+    tensorSpec.src = readLayout(reshard.getSrc());
+    tensorSpec.dst = readLayout(reshard.getDst());
+  }
+  return result;
+}
+
+static LayoutAttr buildLayout(MLIRContext *context, const plan::Plan &plan,
+                              const plan::PlanLayout &layout) {
+  SmallVector<PlacementAttr> placements;
+  for (Placement placement : layout.placements)
+    placements.push_back(PlacementAttr::get(context, placement));
+  return LayoutAttr::get(
+      context, FlatSymbolRefAttr::get(context, plan.meshNames[layout.mesh]),
+      placements);
+}
+
+static DenseI64ArrayAttr buildSliceTable(MLIRContext *context,
+                                         const plan::TransferGroup &group) {
+  SmallVector<int64_t> table;
+  table.reserve(group.slices.size() *
+                TransfersOp::rowWidth(group.shape.size()));
+  for (const plan::Slice &slice : group.slices) {
+    table.append({slice.sender, slice.receiver,
+                  static_cast<int64_t>(slice.origin), slice.round});
+    table.append(slice.box.offsets.begin(), slice.box.offsets.end());
+    table.append(slice.box.sizes.begin(), slice.box.sizes.end());
+  }
+  return DenseI64ArrayAttr::get(context, table);
+}
+
+/// The refit's tensor values by name.
+static llvm::StringMap<Value> tensorValues(RefitOp refit) {
+  llvm::StringMap<Value> values;
+  for (TensorOp tensor : refit.getBody().getOps<TensorOp>())
+    values[tensor.getName()] = tensor.getResult();
+  return values;
+}
+
+void writeTransfers(RefitOp refit, const plan::Plan &plan) {
+  MLIRContext *context = refit.getContext();
+  llvm::StringMap<Value> values = tensorValues(refit);
+  SmallVector<ReshardOp> reshards(refit.getBody().getOps<ReshardOp>());
+  OpBuilder builder = OpBuilder::atBlockEnd(&refit.getBody().front());
+  for (const plan::TransferGroup &group : plan.groups) {
+    SmallVector<Value> operands;
+    for (int32_t member : group.members)
+      operands.push_back(values.lookup(plan.tensors[member].name));
+    TransfersOp::create(builder, refit.getLoc(), operands,
+                        buildLayout(context, plan, group.src),
+                        buildLayout(context, plan, group.dst),
+                        buildSliceTable(context, group));
+  }
+  for (ReshardOp reshard : reshards)
+    reshard.erase();
+}
+
+//===----------------------------------------------------------------------===//
+// Reading a decomposed plan
+//===----------------------------------------------------------------------===//
+
+static plan::PlanLayout readPlanLayout(const llvm::StringMap<int32_t> &meshes,
+                                       LayoutAttr layout) {
+  return {meshes.lookup(layout.getMesh().getValue()),
+          layout.getPlacementList()};
+}
+
+static std::vector<plan::Slice> readSlices(TransfersOp transfers) {
+  int64_t rank = transfers.getTensorType().getRank();
+  int64_t width = TransfersOp::rowWidth(rank);
+  ArrayRef<int64_t> table = transfers.getSlices();
+  std::vector<plan::Slice> slices;
+  slices.reserve(table.size() / width);
+  for (size_t begin = 0; begin < table.size(); begin += width) {
+    ArrayRef<int64_t> row = table.slice(begin, width);
+    plan::Slice &slice = slices.emplace_back();
+    slice.sender = row[kSender];
+    slice.receiver = row[kReceiver];
+    slice.origin = static_cast<plan::Origin>(row[kOrigin]);
+    slice.round = static_cast<int32_t>(row[kRound]);
+    slice.box.offsets.assign(row.begin() + kBox, row.begin() + kBox + rank);
+    slice.box.sizes.assign(row.begin() + kBox + rank, row.end());
+  }
+  return slices;
+}
+
+/// Reads a message, checking that its parts name existing groups, slices
+/// and members.
+static LogicalResult readMessage(MessageOp op, const plan::Plan &plan,
+                                 plan::Message &message) {
+  message.step = static_cast<int64_t>(op.getStep());
+  message.sender = static_cast<int64_t>(op.getSender());
+  message.receiver = static_cast<int64_t>(op.getReceiver());
+  message.bytes = static_cast<int64_t>(op.getBytes());
+  message.zeroCopy = op.getZeroCopy();
+  ArrayRef<int64_t> parts = op.getParts();
+  for (size_t i = 0; i < parts.size(); i += kPartWidth) {
+    plan::MessagePart part{static_cast<int32_t>(parts[i]),
+                           static_cast<int32_t>(parts[i + 1]),
+                           static_cast<int32_t>(parts[i + 2]),
+                           static_cast<int32_t>(parts[i + 3])};
+    if (parts[i] >= static_cast<int64_t>(plan.groups.size()))
+      return op.emitOpError() << "part " << i / kPartWidth << " names group "
+                              << parts[i] << " of " << plan.groups.size();
+    const plan::TransferGroup &group = plan.groups[part.group];
+    if (parts[i + 1] >= static_cast<int64_t>(group.slices.size()) ||
+        parts[i + 3] > static_cast<int64_t>(group.members.size()))
+      return op.emitOpError() << "part " << i / kPartWidth
+                              << " names a slice or member that group "
+                              << part.group << " does not have";
+    message.parts.push_back(part);
+  }
+  return success();
+}
+
+FailureOr<plan::Plan> readPlan(RefitOp refit) {
+  if (!refit.getBody().getOps<ReshardOp>().empty())
+    return refit.emitError() << "refit @" << refit.getSymName()
+                             << " has reshards left; run m2n-decompose first";
+  plan::Plan result;
+  llvm::StringMap<int32_t> meshIndex;
+  for (MeshOp mesh : refit.getBody().getOps<MeshOp>()) {
+    meshIndex[mesh.getSymName()] = result.meshes.size();
+    result.meshNames.push_back(mesh.getSymName().str());
+    result.meshes.push_back(mesh.getMesh());
+  }
+  DenseMap<Value, int32_t> tensorIndex;
+  for (TensorOp tensor : refit.getBody().getOps<TensorOp>()) {
+    tensorIndex[tensor.getResult()] = result.tensors.size();
+    result.tensors.push_back({tensor.getName().str(), -1});
+  }
+  for (TransfersOp transfers : refit.getBody().getOps<TransfersOp>()) {
+    int32_t groupIndex = result.groups.size();
+    plan::TransferGroup &group = result.groups.emplace_back();
+    RankedTensorType type = transfers.getTensorType();
+    group.shape = type.getShape().vec();
+    group.dtype = *getDType(type.getElementType());
+    group.src = readPlanLayout(meshIndex, transfers.getSrc());
+    group.dst = readPlanLayout(meshIndex, transfers.getDst());
+    for (Value tensor : transfers.getTensors()) {
+      int32_t member = tensorIndex.lookup(tensor);
+      group.members.push_back(member);
+      result.tensors[member].group = groupIndex;
+    }
+    group.slices = readSlices(transfers);
+  }
+  for (MessageOp op : refit.getBody().getOps<MessageOp>())
+    if (failed(readMessage(op, result, result.messages.emplace_back())))
+      return failure();
+  result.numSteps = static_cast<int64_t>(refit.getNumSteps().value_or(0));
+  result.stagingBudget =
+      static_cast<int64_t>(refit.getStagingBudget().value_or(0));
+  return result;
+}
+
+void writePlan(RefitOp refit, const plan::Plan &plan) {
+  MLIRContext *context = refit.getContext();
+  for (auto [transfers, group] :
+       llvm::zip(refit.getBody().getOps<TransfersOp>(), plan.groups))
+    transfers.setSlicesAttr(buildSliceTable(context, group));
+
+  for (MessageOp op :
+       llvm::make_early_inc_range(refit.getBody().getOps<MessageOp>()))
+    op.erase();
+  OpBuilder builder = OpBuilder::atBlockEnd(&refit.getBody().front());
+  for (const plan::Message &message : plan.messages) {
+    SmallVector<int64_t> parts;
+    for (const plan::MessagePart &part : message.parts)
+      parts.append({part.group, part.slice, part.memberBegin, part.memberEnd});
+    MessageOp::create(builder, refit.getLoc(), message.step, message.sender,
+                      message.receiver, message.bytes, message.zeroCopy,
+                      parts);
+  }
+  if (plan.numSteps > 0) {
+    refit.setNumSteps(plan.numSteps);
+    refit.setStagingBudget(plan.stagingBudget);
+  }
+}
+
+LogicalResult transformPlans(
+    ModuleOp module,
+    function_ref<LogicalResult(RefitOp, plan::Plan &)> transform) {
+  for (RefitOp refit : module.getOps<RefitOp>()) {
+    FailureOr<plan::Plan> plan = readPlan(refit);
+    if (failed(plan) || failed(transform(refit, *plan)))
+      return failure();
+    writePlan(refit, *plan);
+  }
+  return success();
+}
+
+LogicalResult checkNotFused(RefitOp refit, const plan::Plan &plan,
+                            StringRef pass) {
+  if (plan.messages.empty())
+    return success();
+  return refit.emitError() << pass << " must run before m2n-fuse: refit @"
+                           << refit.getSymName() << " already has messages";
+}
+
+FailureOr<plan::CostModel> loadCostModel(Operation *op, StringRef path) {
+  if (path.empty())
+    return plan::CostModel();
+  llvm::Expected<plan::Topology> topology = plan::readTopology(path);
+  if (!topology)
+    return op->emitError() << llvm::toString(topology.takeError());
+  return plan::CostModel(*topology);
+}
+
+} // namespace m2n

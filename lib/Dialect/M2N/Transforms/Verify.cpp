@@ -1,0 +1,34 @@
+//===- Verify.cpp - Checking a plan ---------------------------------------===//
+
+#include "m2n/Dialect/M2N/Transforms/Passes.h"
+
+#include "m2n/Dialect/M2N/Transforms/PlanIR.h"
+#include "m2n/Plan/Verify.h"
+
+namespace m2n {
+#define GEN_PASS_DEF_VERIFYPASS
+#include "m2n/Dialect/M2N/Transforms/Passes.h.inc"
+
+namespace {
+struct VerifyPass : impl::VerifyPassBase<VerifyPass> {
+  void runOnOperation() override {
+    for (RefitOp refit : getOperation().getOps<RefitOp>()) {
+      mlir::FailureOr<plan::Plan> plan = readPlan(refit);
+      if (mlir::failed(plan))
+        return signalPassFailure();
+      std::vector<std::string> problems = plan::verifyPlan(*plan);
+      if (problems.empty())
+        continue;
+      // A plan that fails here came out of the compiler's own passes (or was
+      // edited by hand): it must never reach a runtime.
+      mlir::InFlightDiagnostic diag =
+          refit.emitError() << "the plan of refit @" << refit.getSymName()
+                            << " is unsound: " << problems.front();
+      for (const std::string &problem : llvm::drop_begin(problems))
+        diag.attachNote() << problem;
+      signalPassFailure();
+    }
+  }
+};
+} // namespace
+} // namespace m2n
