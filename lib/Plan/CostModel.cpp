@@ -405,7 +405,8 @@ static void addUnavoidable(const CostModel &model, const Plan &plan,
 }
 
 /// The busiest rank's unavoidable bytes over the bandwidth of the link they
-/// need: the inter-node one when any of them must cross nodes.
+/// need (the inter-node one when any of them must cross nodes), plus one
+/// message's latency: moving any byte takes at least one message.
 static double lowerBound(const CostModel &model, const Plan &plan,
                          int64_t worldSize) {
   std::vector<Unavoidable> receive(worldSize), send(worldSize);
@@ -413,9 +414,12 @@ static double lowerBound(const CostModel &model, const Plan &plan,
     addUnavoidable(model, plan, group, receive, send);
   const Topology &topology = model.getTopology();
   auto seconds = [&](const Unavoidable &traffic) {
-    return static_cast<double>(traffic.bytes) /
-           (traffic.interNode ? topology.interNodeBandwidth
-                              : topology.intraNodeBandwidth);
+    if (traffic.bytes == 0)
+      return 0.0;
+    return topology.latencySeconds +
+           static_cast<double>(traffic.bytes) /
+               (traffic.interNode ? topology.interNodeBandwidth
+                                  : topology.intraNodeBandwidth);
   };
   double bound = 0;
   for (int64_t rank = 0; rank < worldSize; ++rank)

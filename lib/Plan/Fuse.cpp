@@ -49,34 +49,6 @@ static void splitToFit(const Box &box, int64_t elementBytes, int64_t bucket,
   }
 }
 
-/// Replaces every remote slice of `group` larger than `bucket` by pieces that
-/// fit; returns the number of slices split.
-static int64_t splitLargeSlices(TransferGroup &group, int64_t bucket) {
-  std::vector<Slice> slices;
-  slices.reserve(group.slices.size());
-  int64_t split = 0;
-  std::vector<Box> pieces;
-  for (const Slice &slice : group.slices) {
-    if (slice.isLocalCopy() || sliceBytes(group, slice) <= bucket) {
-      slices.push_back(slice);
-      continue;
-    }
-    pieces.clear();
-    splitToFit(slice.box, group.elementBytes(), bucket, pieces);
-    split += pieces.size() > 1;
-    for (Box &piece : pieces) {
-      slices.push_back(slice);
-      slices.back().box = std::move(piece);
-    }
-  }
-  if (split == 0)
-    return 0;
-  // A piece may sort after slices that followed the whole.
-  sortSlices(slices);
-  group.slices = std::move(slices);
-  return split;
-}
-
 /// Whether `inner`, a box within `buffer`, is one contiguous range of the
 /// row-major buffer: the dimensions before its first one longer than 1 are
 /// single rows, and every later dimension spans the buffer whole. (Coalesce's
@@ -103,6 +75,37 @@ static bool isZeroCopy(const Plan &plan, const TransferGroup &group,
                  : destinationBox(plan, group, slice.sender);
   return isContiguousIn(slice.box, from) &&
          isContiguousIn(slice.box, destinationBox(plan, group, slice.receiver));
+}
+
+/// Replaces every remote slice of `group` larger than `bucket` by pieces that
+/// fit, except slices that go zero-copy, which need no staging whatever their
+/// size; returns the number of slices split.
+static int64_t splitLargeSlices(const Plan &plan, TransferGroup &group,
+                                int64_t bucket) {
+  std::vector<Slice> slices;
+  slices.reserve(group.slices.size());
+  int64_t split = 0;
+  std::vector<Box> pieces;
+  for (const Slice &slice : group.slices) {
+    if (slice.isLocalCopy() || sliceBytes(group, slice) <= bucket ||
+        isZeroCopy(plan, group, slice, bucket)) {
+      slices.push_back(slice);
+      continue;
+    }
+    pieces.clear();
+    splitToFit(slice.box, group.elementBytes(), bucket, pieces);
+    split += pieces.size() > 1;
+    for (Box &piece : pieces) {
+      slices.push_back(slice);
+      slices.back().box = std::move(piece);
+    }
+  }
+  if (split == 0)
+    return 0;
+  // A piece may sort after slices that followed the whole.
+  sortSlices(slices);
+  group.slices = std::move(slices);
+  return split;
 }
 
 namespace {
@@ -191,7 +194,7 @@ FuseStats plan::fuse(Plan &plan, const FuseOptions &options) {
   int64_t bucket = std::max<int64_t>(options.bucketBytes, 1);
   FuseStats stats;
   for (TransferGroup &group : plan.groups)
-    stats.splitSlices += splitLargeSlices(group, bucket);
+    stats.splitSlices += splitLargeSlices(plan, group, bucket);
 
   using PairKey = std::tuple<int32_t, int64_t, int64_t>;
   std::map<PairKey, std::vector<std::pair<int32_t, int32_t>>> byPair;

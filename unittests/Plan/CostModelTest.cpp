@@ -234,7 +234,7 @@ TEST(CostModel, UnfusedPlan) {
   EXPECT_DOUBLE_EQ(cost.predictedSeconds, 4 * (1e-6 + 1.6384e-6));
   // Rank 4 lacks all 64 KiB, held only on another node: 6.5536 us. Rank 0
   // alone holds rows 0..3, which rank 4 on another node needs: 3.2768 us.
-  EXPECT_DOUBLE_EQ(cost.lowerBoundSeconds, 65536 / 1e10);
+  EXPECT_DOUBLE_EQ(cost.lowerBoundSeconds, 1e-6 + 65536 / 1e10);
 }
 
 TEST(CostModel, FusedAndScheduledPlan) {
@@ -261,7 +261,7 @@ TEST(CostModel, FusedAndScheduledPlan) {
   double step0 = (1e-6 + 32768 / 1e11) + (1e-6 + 32768 / 1e10);
   double step1 = 1e-6 + 32768 / 1e10;
   EXPECT_DOUBLE_EQ(cost.predictedSeconds, step0 + step1);
-  EXPECT_DOUBLE_EQ(cost.lowerBoundSeconds, 65536 / 1e10);
+  EXPECT_DOUBLE_EQ(cost.lowerBoundSeconds, 1e-6 + 65536 / 1e10);
 }
 
 TEST(CostModel, LowerBoundUsesTheNearestHolder) {
@@ -272,28 +272,28 @@ TEST(CostModel, LowerBoundUsesTheNearestHolder) {
            {Placement::replicate()});
   Topology topology = roundTopology();
   EXPECT_DOUBLE_EQ(CostModel(topology).cost(plan).lowerBoundSeconds,
-                   1e6 / 1e11);
+                   1e-6 + 1e6 / 1e11);
   // With every rank on a node of its own, the bytes cross nodes.
   topology.ranksPerNode = 0;
   EXPECT_DOUBLE_EQ(CostModel(topology).cost(plan).lowerBoundSeconds,
-                   1e6 / 1e10);
+                   1e-6 + 1e6 / 1e10);
 }
 
 TEST(CostModel, LowerBoundOfUniqueSends) {
   // Rank 0 alone holds the 1 MB tensor; ranks 1..3 (its node) and 4
   // (another node) need it. Each receiver's bound is 1 MB over its link;
   // the sender's is the 1 MB only it holds, over the inter-node link as one
-  // peer is remote.
+  // peer is remote. Each bound adds one message's latency of 1 us.
   Plan plan = planWithMeshes(mesh({1}, {0}), mesh({4}, {1, 2, 3, 4}));
   addGroup(plan, {250000}, DType::F32, {Placement::replicate()},
            {Placement::replicate()});
   EXPECT_DOUBLE_EQ(CostModel(roundTopology()).cost(plan).lowerBoundSeconds,
-                   1e6 / 1e10);
+                   1e-6 + 1e6 / 1e10);
   // The members of a group all count.
   plan.groups[0].members = {0, 1, 2};
   plan.tensors.resize(3, TensorInfo{"u", 0});
   EXPECT_DOUBLE_EQ(CostModel(roundTopology()).cost(plan).lowerBoundSeconds,
-                   3e6 / 1e10);
+                   1e-6 + 3e6 / 1e10);
 }
 
 TEST(CostModel, EmptyPlan) {

@@ -108,22 +108,36 @@ TEST(Fuse, SplitsSlicesLargerThanABucket) {
 }
 
 TEST(Fuse, SplitsAlongTheNextDimWhenOneRowIsTooLarge) {
-  // A [1, 2, 16] F32 slice: its outermost dim longer than 1 is dim 1, whose
-  // rows of 64 bytes exceed a 40-byte bucket; each row splits in two.
+  // Rank 1 takes the first half of the last dim of a [1, 2, 32] F32 tensor:
+  // a [1, 2, 16] slice, two runs in rank 0's whole-tensor buffer, so it is
+  // packed. Its outermost dim longer than 1 is dim 1, whose rows of 64
+  // bytes exceed a 40-byte bucket; each row splits in two.
+  Plan plan = planWithMeshes(mesh({1}, {0}), mesh({2}, {1, 2}));
+  addGroup(plan, {1, 2, 32}, DType::F32, {Placement::replicate()},
+           {Placement::shard(2)});
+  addDirectSlices(plan, 0);
+  FuseStats stats = fuse(plan, FuseOptions{40});
+  EXPECT_EQ(stats.splitSlices, 2);
+  const std::vector<Slice> &slices = plan.groups[0].slices;
+  ASSERT_EQ(slices.size(), 8u);
+  EXPECT_EQ(slices[0].box, box({0, 0, 0}, {1, 1, 8}));
+  EXPECT_EQ(slices[1].box, box({0, 0, 8}, {1, 1, 8}));
+  EXPECT_EQ(slices[2].box, box({0, 1, 0}, {1, 1, 8}));
+  EXPECT_EQ(slices[3].box, box({0, 1, 8}, {1, 1, 8}));
+  // Each piece is one run on both sides and 32 >= 40 / 2 bytes.
+  EXPECT_EQ(stats.zeroCopyMessages, 8);
+}
+
+TEST(Fuse, ZeroCopySlicesLargerThanABucketStayWhole) {
+  // The whole [1, 2, 16] F32 tensor is one run on both sides: it needs no
+  // staging, so it goes as one zero-copy message however small the bucket.
   Plan plan = planWithMeshes(mesh({1}, {0}), mesh({1}, {1}));
   addGroup(plan, {1, 2, 16}, DType::F32, {Placement::replicate()},
            {Placement::replicate()});
   addDirectSlices(plan, 0);
   FuseStats stats = fuse(plan, FuseOptions{40});
-  EXPECT_EQ(stats.splitSlices, 1);
-  const std::vector<Slice> &slices = plan.groups[0].slices;
-  ASSERT_EQ(slices.size(), 4u);
-  EXPECT_EQ(slices[0].box, box({0, 0, 0}, {1, 1, 8}));
-  EXPECT_EQ(slices[1].box, box({0, 0, 8}, {1, 1, 8}));
-  EXPECT_EQ(slices[2].box, box({0, 1, 0}, {1, 1, 8}));
-  EXPECT_EQ(slices[3].box, box({0, 1, 8}, {1, 1, 8}));
-  // Contiguous in both whole-tensor buffers and 32 >= 40 / 2 bytes.
-  EXPECT_EQ(stats.zeroCopyMessages, 4);
+  EXPECT_EQ(stats.splitSlices, 0);
+  expectMessages(plan, {message(0, 0, 1, {{0, 0, 0, 1}}, 128, true)});
 }
 
 TEST(Fuse, SplitPiecesSortAmongOtherSlices) {
@@ -207,15 +221,20 @@ TEST(Fuse, LocalCopiesStayOutAndRoundsBecomeSteps) {
 }
 
 TEST(Fuse, ElementsLargerThanTheBucketGoAlone) {
-  Plan plan = planWithMeshes(mesh({1}, {0}), mesh({1}, {1}));
-  addGroup(plan, {2}, DType::F64, {Placement::replicate()},
-           {Placement::replicate()});
+  // Rank 1 takes column 0 of a [2, 2] F64 tensor: two runs of one 8-byte
+  // element in rank 0's buffer, so the slice is packed and splits into
+  // its elements.
+  Plan plan = planWithMeshes(mesh({1}, {0}), mesh({2}, {1, 2}));
+  addGroup(plan, {2, 2}, DType::F64, {Placement::replicate()},
+           {Placement::shard(1)});
   addDirectSlices(plan, 0);
   // A bucket below one byte counts as one byte.
   FuseStats stats = fuse(plan, FuseOptions{0});
-  EXPECT_EQ(stats.splitSlices, 1);
+  EXPECT_EQ(stats.splitSlices, 2);
   expectMessages(plan, {message(0, 0, 1, {{0, 0, 0, 1}}, 8, true),
-                        message(0, 0, 1, {{0, 1, 0, 1}}, 8, true)});
+                        message(0, 0, 1, {{0, 1, 0, 1}}, 8, true),
+                        message(0, 0, 2, {{0, 2, 0, 1}}, 8, true),
+                        message(0, 0, 2, {{0, 3, 0, 1}}, 8, true)});
 }
 
 TEST(Fuse, IsDeterministic) {

@@ -55,7 +55,7 @@ struct PlanCost {
   /// The model's time for the plan, and a lower bound for any plan of the
   /// same refit: the busiest rank's unavoidable receive bytes (what it lacks
   /// locally) or unavoidable send bytes (what only it holds and others need)
-  /// over its bandwidth.
+  /// over its bandwidth, plus one message's latency.
   double predictedSeconds = 0;
   double lowerBoundSeconds = 0;
 };

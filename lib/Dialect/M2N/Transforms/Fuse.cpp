@@ -5,6 +5,8 @@
 #include "m2n/Dialect/M2N/Transforms/PlanIR.h"
 #include "m2n/Plan/Fuse.h"
 
+#include <algorithm>
+
 namespace m2n {
 #define GEN_PASS_DEF_FUSEPASS
 #include "m2n/Dialect/M2N/Transforms/Passes.h.inc"
@@ -19,8 +21,11 @@ struct FusePass : impl::FusePassBase<FusePass> {
     if (mlir::failed(model))
       return signalPassFailure();
     plan::FuseOptions options;
-    options.bucketBytes =
+    int64_t bucket =
         bucketBytes > 0 ? int64_t(bucketBytes) : model->defaultBucketBytes();
+    // A message takes staging on both of its ranks, and a rank may send and
+    // receive in one step: half the budget leaves room for one of each.
+    options.bucketBytes = std::min<int64_t>(bucket, stagingBytes / 2);
     auto result = transformPlans(getOperation(), [&](RefitOp,
                                                      plan::Plan &plan) -> mlir::LogicalResult {
       plan::FuseStats stats = plan::fuse(plan, options);

@@ -21,11 +21,13 @@ void buildCompilePipeline(mlir::OpPassManager &pm,
   pm.addPass(createCoalescePass());
   FusePassOptions fuse;
   fuse.bucketBytes = options.bucketBytes;
+  fuse.stagingBytes = options.stagingBytes;
   fuse.topology = options.topology;
   pm.addPass(createFusePass(fuse));
   SchedulePassOptions schedule;
   schedule.stagingBytes = options.stagingBytes;
   schedule.topology = options.topology;
+  schedule.report = options.report;
   pm.addPass(createSchedulePass(schedule));
   pm.addPass(createVerifyPass());
 }

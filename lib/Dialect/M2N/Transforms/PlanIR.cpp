@@ -15,6 +15,10 @@ enum SliceColumn : int64_t { kSender, kReceiver, kOrigin, kRound, kBox };
 constexpr int64_t kPartWidth = 4;
 } // namespace
 
+InFlightDiagnostic emitRefitError(RefitOp refit) {
+  return mlir::emitError(refit.getLoc());
+}
+
 static spec::LayoutSpec readLayout(LayoutAttr layout) {
   return {layout.getMesh().getValue().str(), layout.getPlacementList()};
 }
@@ -32,7 +36,7 @@ FailureOr<spec::RefitSpec> readSpec(RefitOp refit) {
         meshSpec.axes.push_back(axis.str());
   }
   if (!refit.getBody().getOps<TransfersOp>().empty())
-    return refit.emitError() << "refit @" << refit.getSymName()
+    return emitRefitError(refit) << "refit @" << refit.getSymName()
                              << " is already decomposed";
   for (ReshardOp reshard : refit.getBody().getOps<ReshardOp>()) {
     TensorOp tensor = reshard.getTensorOp();
@@ -157,7 +161,7 @@ static LogicalResult readMessage(MessageOp op, const plan::Plan &plan,
 
 FailureOr<plan::Plan> readPlan(RefitOp refit) {
   if (!refit.getBody().getOps<ReshardOp>().empty())
-    return refit.emitError() << "refit @" << refit.getSymName()
+    return emitRefitError(refit) << "refit @" << refit.getSymName()
                              << " has reshards left; run m2n-decompose first";
   plan::Plan result;
   llvm::StringMap<int32_t> meshIndex;
@@ -235,7 +239,7 @@ LogicalResult checkNotFused(RefitOp refit, const plan::Plan &plan,
                             StringRef pass) {
   if (plan.messages.empty())
     return success();
-  return refit.emitError() << pass << " must run before m2n-fuse: refit @"
+  return emitRefitError(refit) << pass << " must run before m2n-fuse: refit @"
                            << refit.getSymName() << " already has messages";
 }
 
@@ -244,7 +248,7 @@ FailureOr<plan::CostModel> loadCostModel(Operation *op, StringRef path) {
     return plan::CostModel();
   llvm::Expected<plan::Topology> topology = plan::readTopology(path);
   if (!topology)
-    return op->emitError() << llvm::toString(topology.takeError());
+    return mlir::emitError(op->getLoc()) << llvm::toString(topology.takeError());
   return plan::CostModel(*topology);
 }
 

@@ -5,11 +5,30 @@
 #include "m2n/Dialect/M2N/Transforms/PlanIR.h"
 #include "m2n/Plan/Schedule.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 namespace m2n {
 #define GEN_PASS_DEF_SCHEDULEPASS
 #include "m2n/Dialect/M2N/Transforms/Passes.h.inc"
 
 namespace {
+/// One line a person can read: the plan's size, and its time by the cost
+/// model against the lower bound for any plan of the same refit.
+void emitReport(RefitOp refit, const plan::PlanCost &cost) {
+  double ratio = cost.lowerBoundSeconds > 0
+                     ? cost.predictedSeconds / cost.lowerBoundSeconds
+                     : 1.0;
+  mlir::emitRemark(refit.getLoc())
+      << "refit @" << refit.getSymName() << ": " << cost.steps << " steps, "
+      << cost.messages << " messages, " << cost.wireBytes
+      << " wire bytes, " << cost.localCopyBytes << " local copy bytes, "
+      << "staging peak " << cost.stagingPeak << " bytes; predicted "
+      << llvm::formatv("{0:F1}", cost.predictedSeconds * 1e6).str()
+      << " us, lower bound "
+      << llvm::formatv("{0:F1}", cost.lowerBoundSeconds * 1e6).str()
+      << " us (" << llvm::formatv("{0:F2}", ratio).str() << "x)";
+}
+
 struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
   using SchedulePassBase::SchedulePassBase;
 
@@ -25,14 +44,13 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
       llvm::Expected<plan::ScheduleStats> stats =
           plan::schedule(plan, options);
       if (!stats)
-        return refit.emitError() << "cannot schedule refit @"
+        return emitRefitError(refit) << "cannot schedule refit @"
                                  << refit.getSymName() << ": "
                                  << llvm::toString(stats.takeError());
       numSteps += stats->steps;
       stagingPeak.updateMax(stats->stagingPeak);
-      plan::PlanCost cost = model->cost(plan);
-      predictedMicros += static_cast<uint64_t>(cost.predictedSeconds * 1e6);
-      lowerBoundMicros += static_cast<uint64_t>(cost.lowerBoundSeconds * 1e6);
+      if (report)
+        emitReport(refit, model->cost(plan));
       return mlir::success();
     });
     if (mlir::failed(result))

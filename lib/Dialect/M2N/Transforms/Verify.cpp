@@ -22,7 +22,7 @@ struct VerifyPass : impl::VerifyPassBase<VerifyPass> {
       // A plan that fails here came out of the compiler's own passes (or was
       // edited by hand): it must never reach a runtime.
       mlir::InFlightDiagnostic diag =
-          refit.emitError() << "the plan of refit @" << refit.getSymName()
+          emitRefitError(refit) << "the plan of refit @" << refit.getSymName()
                             << " is unsound: " << problems.front();
       for (const std::string &problem : llvm::drop_begin(problems))
         diag.attachNote() << problem;

@@ -98,11 +98,15 @@ def FusePass : Pass<"m2n-fuse", "mlir::ModuleOp"> {
     Packs all slices between one (sender, receiver) pair within a round,
     across tensors, into `m2n.message`s of at most `bucket-bytes`, splitting
     larger slices. A slice contiguous on both sides that fills a message
-    alone goes zero-copy.
+    alone goes zero-copy. A bucket never exceeds half the staging budget, so
+    that a step can always hold one message each way.
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
            "The most bytes of a packed message (0: from the cost model)">,
+    Option<"stagingBytes", "staging-bytes", "int64_t",
+           /*default=*/"int64_t(1) << 30",
+           "The staging budget per rank that m2n-schedule will keep">,
     Option<"topology", "topology", "std::string", /*default=*/"\"\"",
            "A JSON topology file for the cost model (default: H200 nodes)">,
   ];
@@ -120,7 +124,8 @@ def SchedulePass : Pass<"m2n-schedule", "mlir::ModuleOp"> {
     each rank's staging bytes per step within the budget, and messages
     sorted so that every rank issues its sends and receives in an order that
     matches its peers. Records `num_steps` and `staging_budget` on the
-    refit.
+    refit. With `report`, a remark gives each plan's steps, messages, bytes,
+    staging peak, and the cost model's time against the lower bound.
   }];
   let options = [
     Option<"stagingBytes", "staging-bytes", "int64_t",
@@ -128,15 +133,13 @@ def SchedulePass : Pass<"m2n-schedule", "mlir::ModuleOp"> {
            "Staging bytes (pack and unpack buffers) per rank">,
     Option<"topology", "topology", "std::string", /*default=*/"\"\"",
            "A JSON topology file for the cost model (default: H200 nodes)">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Report each plan's size and predicted time as a remark">,
   ];
   let statistics = [
     Statistic<"numSteps", "steps", "Steps">,
     Statistic<"stagingPeak", "staging-peak-bytes",
               "The most staging bytes of a rank in a step">,
-    Statistic<"predictedMicros", "predicted-us",
-              "The cost model's time for the plan, in microseconds">,
-    Statistic<"lowerBoundMicros", "lower-bound-us",
-              "A lower bound on any plan's time, in microseconds">,
   ];
 }
 

@@ -31,6 +31,10 @@ struct CompilePipelineOptions
   Option<bool> relay{*this, "relay",
                      llvm::cl::desc("Relay regions among destination ranks"),
                      llvm::cl::init(true)};
+  Option<bool> report{
+      *this, "report",
+      llvm::cl::desc("Report each plan's size and predicted time as a remark"),
+      llvm::cl::init(false)};
   Option<bool> balanceSplit{
       *this, "balance-split",
       llvm::cl::desc("Split regions among their holders when that helps"),

@@ -19,6 +19,10 @@
 
 namespace m2n {
 
+/// An error at the refit's location. Unlike refit.emitError(), it does not
+/// print the op, which for a real model is megabytes of IR.
+mlir::InFlightDiagnostic emitRefitError(RefitOp refit);
+
 /// The refit's reshards as a spec, for planFromSpec. Fails, with a
 /// diagnostic, on IR that has already been decomposed.
 mlir::FailureOr<spec::RefitSpec> readSpec(RefitOp refit);
