@@ -146,14 +146,16 @@ static LogicalResult readMessage(MessageOp op, const plan::Plan &plan,
                            static_cast<int32_t>(parts[i + 2]),
                            static_cast<int32_t>(parts[i + 3])};
     if (parts[i] >= static_cast<int64_t>(plan.groups.size()))
-      return op.emitOpError() << "part " << i / kPartWidth << " names group "
-                              << parts[i] << " of " << plan.groups.size();
+      return mlir::emitError(op.getLoc())
+             << "message part " << i / kPartWidth << " names group "
+             << parts[i] << " of " << plan.groups.size();
     const plan::TransferGroup &group = plan.groups[part.group];
     if (parts[i + 1] >= static_cast<int64_t>(group.slices.size()) ||
         parts[i + 3] > static_cast<int64_t>(group.members.size()))
-      return op.emitOpError() << "part " << i / kPartWidth
-                              << " names a slice or member that group "
-                              << part.group << " does not have";
+      return mlir::emitError(op.getLoc())
+             << "message part " << i / kPartWidth
+             << " names a slice or member that group " << part.group
+             << " does not have";
     message.parts.push_back(part);
   }
   return success();
