@@ -5,14 +5,19 @@
 // layout model: every element of every destination shard, found by
 // simulating DTensor's rule element by element, is covered by exactly one
 // slice, whose sender holds it by the same simulation. Fused by hand, each
-// plan then runs on the reference executor.
+// plan then runs on the reference executor. Other random refits go through
+// the whole pipeline, relays, fusion and schedule included, and must verify
+// and run right on the reference executor.
 //
 //===----------------------------------------------------------------------===//
 
 #include "m2n/Plan/Balance.h"
 #include "m2n/Plan/Coalesce.h"
 #include "m2n/Plan/Decompose.h"
+#include "m2n/Plan/Fuse.h"
 #include "m2n/Plan/Reference.h"
+#include "m2n/Plan/Relay.h"
+#include "m2n/Plan/Schedule.h"
 #include "m2n/Plan/Verify.h"
 
 #include "PlanTestUtil.h"
@@ -379,6 +384,58 @@ TEST(RandomRefitTest, PipelineMatchesBruteForce) {
   EXPECT_GT(coverage.multiMemberGroups, kCases / 10);
   EXPECT_GT(coverage.nestedSharding, kCases / 20);
   EXPECT_GT(coverage.emptyDestinationBoxes, kCases / 20);
+}
+
+/// A machine on which bandwidth, not latency, dominates even the few bytes
+/// of these small tensors, so that relays pay and get exercised; every rank
+/// on a node of its own or a few per node.
+CostModel randomCostModel(Random &random) {
+  Topology topology;
+  topology.latencySeconds = 1e-12;
+  topology.interNodeBandwidth = 1e3;
+  topology.intraNodeBandwidth = 1e4;
+  topology.ranksPerNode = random.between(0, 4);
+  return CostModel(topology);
+}
+
+/// The whole pipeline, as m2n-compile runs it, with buckets and staging
+/// budgets small enough that slices split, steps multiply and zero-copy
+/// messages appear; every plan must verify and run right on the reference
+/// executor.
+TEST(RandomRefitTest, WholePipelineRunsRight) {
+  constexpr int kCases = 1000;
+  int64_t relayed = 0, multiStep = 0, zeroCopy = 0, splits = 0;
+  for (int seed = 0; seed < kCases; ++seed) {
+    Random random(static_cast<uint32_t>(seed) + 100000);
+    spec::RefitSpec spec = randomRefit(random);
+    Plan plan = planFromSpec(spec);
+    decompose(plan);
+    balance(plan, randomBalanceOptions(random));
+    RelayStats relayStats = relay(plan, randomCostModel(random), RelayOptions());
+    coalesce(plan);
+    int64_t bucket = random.between(1, 64);
+    FuseStats fuseStats = fuse(plan, FuseOptions{bucket});
+    ScheduleOptions scheduleOptions;
+    scheduleOptions.stagingBudget = 2 * bucket + random.between(0, 64);
+    llvm::Expected<ScheduleStats> scheduled = schedule(plan, scheduleOptions);
+    ASSERT_TRUE(bool(scheduled))
+        << "seed " << seed << "\n"
+        << describe(spec) << llvm::toString(scheduled.takeError());
+
+    std::vector<std::string> problems = verifyPlan(plan);
+    ASSERT_TRUE(problems.empty()) << "seed " << seed << "\n"
+                                  << describe(spec) << joined(problems);
+    ASSERT_EQ(runReference(plan), "") << "seed " << seed << "\n"
+                                      << describe(spec);
+    relayed += relayStats.relayedRegions > 0;
+    multiStep += scheduled->steps > 1;
+    zeroCopy += fuseStats.zeroCopyMessages > 0;
+    splits += fuseStats.splitSlices > 0;
+  }
+  EXPECT_GT(relayed, kCases / 20);
+  EXPECT_GT(multiStep, kCases / 10);
+  EXPECT_GT(zeroCopy, kCases / 10);
+  EXPECT_GT(splits, kCases / 10);
 }
 
 /// Breaks one slice of the plan at random, in a way that may or may not
