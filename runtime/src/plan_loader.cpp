@@ -83,11 +83,11 @@ std::string decodeInstruction(const uint8_t *data, uint64_t offset,
   if (!name)
     return concat("unknown opcode ", record.opcode);
   if (!hasRuns(record.opcode) && record.levels != 0)
-    return concat(name, " record has ", record.levels,
-                  " levels; only COPY, PACK and UNPACK have levels");
+    return concat(name, " record has levels ", record.levels,
+                  "; only COPY, PACK and UNPACK have levels");
   if (record.levels > M2N_PLAN_MAX_LEVELS)
-    return concat(name, " record has ", record.levels, " levels, more than ",
-                  M2N_PLAN_MAX_LEVELS);
+    return concat(name, " record has levels ", record.levels,
+                  ", more than ", M2N_PLAN_MAX_LEVELS);
   uint64_t needed = sizeof(record) + operandBytes(record.opcode, record.levels);
   if (record.size < needed || (exact && record.size != needed))
     return concat(name, " record of ", record.size, " bytes, expected ",

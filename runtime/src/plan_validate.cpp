@@ -244,11 +244,12 @@ m2n_status_t Validator::checkTable(const char *name, size_t field,
   if (offset % kAlignment != 0)
     return corrupt("header at byte ", field, ": ", name, " offset ", offset,
                    " is not a multiple of ", kAlignment);
-  if (offset > size_ || count > (size_ - offset) / entrySize)
-    return corrupt("header at byte ", field, ": ", name, " at byte ", offset,
-                   " with ", count, " entries of ", entrySize,
-                   " bytes runs past the end of the file (", size_,
-                   " bytes)");
+  // Counts are 32-bit, or entries single bytes: this cannot overflow.
+  uint64_t bytes = count * entrySize;
+  if (!fits(offset, bytes, size_))
+    return corrupt("header at byte ", field, ": ", name, " ",
+                   byteRange(offset, bytes),
+                   " runs past the end of the file (", size_, " bytes)");
   return nullptr;
 }
 
