@@ -339,9 +339,9 @@ m2n_status_t Validator::checkTensor(
   uint64_t at = header_.tensors_offset + index * sizeof(m2n_plan_tensor_t);
   auto tensor = readAt<m2n_plan_tensor_t>(data_, at);
   std::string where = concat("tensor ", index, " at byte ", at, ": ");
-  auto dtype = static_cast<m2n_dtype_t>(tensor.dtype);
   if (tensor.dtype >= M2N_DTYPE_COUNT)
     return corrupt(where, "dtype ", tensor.dtype, " is not a known dtype");
+  auto dtype = static_cast<m2n_dtype_t>(tensor.dtype);
   if (tensor.rank > M2N_PLAN_MAX_RANK)
     return corrupt(where, "rank ", tensor.rank, " exceeds ",
                    M2N_PLAN_MAX_RANK, " dimensions");
