@@ -413,6 +413,7 @@ m2n_status_t Validator::checkRankHeader(RankState &state,
     return corrupt(where, "header says rank ", header.rank);
   if (knownMinor_ && (header.reserved0 != 0 || header.reserved1 != 0))
     return corrupt(where, "reserved fields are not zero");
+  // checkLayout made sure the section holds at least this header.
   uint64_t room = sectionSize - sizeof(m2n_plan_rank_header_t);
   if (header.binding_count > room / sizeof(m2n_plan_binding_t))
     return corrupt(where, header.binding_count, " bindings of ",

@@ -8,6 +8,10 @@
 #include <cassert>
 #include <cstring>
 
+// The writer lays out the format's structs as they are in memory.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "plans are little-endian; this host is not");
+
 namespace m2n {
 
 namespace {
