@@ -17,11 +17,23 @@
  *     m2n_plan_binding_t[binding_count]    the shards this rank holds
  *     instructions                         instruction_bytes of records
  *
+ * No two sections overlap.
+ *
  * Instructions are records of m2n_plan_instruction_t followed by the
- * opcode's operands, each record a multiple of 8 bytes. A rank executes:
- * its COPYs (local copies), then for each step in order, between
- * M2N_OP_STEP records: PACKs, then SENDs and RECVs (issued together, in
- * record order, which is the same order on both peers), then UNPACKs.
+ * opcode's operands, each record a multiple of 8 bytes. A rank executes its
+ * records in order: its COPYs (local copies) come first, before any
+ * M2N_OP_STEP; then each step starts with a STEP record and holds PACKs,
+ * then SENDs and RECVs (issued together, in record order, which is the same
+ * order on both peers), then UNPACKs. A rank lists only the steps in which
+ * it has work, in increasing order. Every COPY, PACK, UNPACK and transfer
+ * moves at least one byte.
+ *
+ * Versions: a reader rejects another major version and accepts any minor
+ * one. A newer minor may only add what an older reader can ignore: values
+ * in reserved fields and flags, a longer header (header_size), trailing
+ * operands in a record (its size), or bytes between a rank's bindings and
+ * its instructions (instructions_offset). In the minor versions it knows, a
+ * reader requires all of these to be absent or zero.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -39,6 +51,7 @@ extern "C" {
 #define M2N_PLAN_VERSION_MINOR 0       /* readers accept any minor */
 #define M2N_PLAN_ALIGNMENT 64
 #define M2N_PLAN_MAX_RANK 8            /* dimensions of a tensor */
+#define M2N_PLAN_MAX_LEVELS 8          /* strided levels of an instruction */
 
 /* Element types, by safetensors name. */
 typedef enum m2n_dtype_e {
@@ -98,7 +111,7 @@ typedef struct m2n_plan_tensor_t {
 
 typedef struct m2n_plan_rank_entry_t {
   uint64_t offset;               /* of the rank's section; 0 if none */
-  uint64_t size;
+  uint64_t size;                 /* of the section, unpadded; 0 if none */
 } m2n_plan_rank_entry_t;         /* 16 bytes */
 
 typedef struct m2n_plan_rank_header_t {
@@ -106,10 +119,15 @@ typedef struct m2n_plan_rank_header_t {
   uint32_t binding_count;
   uint32_t instruction_count;
   uint32_t reserved0;
-  uint64_t instructions_offset;  /* from the start of the section */
+  /* From the start of the section; a multiple of 8, right after the
+   * bindings. The section ends with the instructions. */
+  uint64_t instructions_offset;
   uint64_t instruction_bytes;
-  uint64_t staging_bytes;        /* the staging buffer this rank needs */
-  uint64_t send_bytes;           /* to other ranks, for inspection */
+  /* The staging buffer this rank needs: one buffer, reused by every step. */
+  uint64_t staging_bytes;
+  /* Bytes of its SEND and SEND_DIRECT records, and of its RECV and
+   * RECV_DIRECT records: the traffic to and from other ranks. */
+  uint64_t send_bytes;
   uint64_t receive_bytes;
   uint64_t reserved1;
 } m2n_plan_rank_header_t;        /* 64 bytes */
@@ -120,8 +138,10 @@ typedef enum m2n_role_e {
 } m2n_role_t;
 
 /* A shard of a tensor that the rank holds: a row-major buffer of the box
- * [offset, offset + shape) of the global tensor. Destination shards may be
- * empty; every destination shard of the rank has a binding. */
+ * [offset, offset + shape) of the global tensor, byte_size bytes (the box's
+ * volume times the dtype's size). Dimensions from the tensor's rank on are
+ * 0. Destination shards may be empty; every destination shard of the rank
+ * has a binding, and a rank has at most one binding per (tensor, role). */
 typedef struct m2n_plan_binding_t {
   uint32_t tensor;               /* index into the tensor table */
   uint8_t role;                  /* m2n_role_t */
@@ -150,7 +170,9 @@ typedef enum m2n_opcode_e {
 
 typedef struct m2n_plan_instruction_t {
   uint16_t opcode;               /* m2n_opcode_t */
-  uint16_t levels;               /* strided levels, for COPY, PACK, UNPACK */
+  /* Strided levels, 0 .. M2N_PLAN_MAX_LEVELS, for COPY, PACK and UNPACK;
+   * 0 for the other opcodes. */
+  uint16_t levels;
   uint32_t size;                 /* bytes of the record, a multiple of 8 */
 } m2n_plan_instruction_t;        /* 8 bytes, then the operands */
 
@@ -160,8 +182,11 @@ typedef struct m2n_plan_step_t {
 } m2n_plan_step_t;
 
 /* M2N_OP_SEND, M2N_OP_RECV: `bytes` at `staging_offset` to or from `peer`.
- * M2N_OP_SEND_DIRECT, M2N_OP_RECV_DIRECT: `bytes` at `byte_offset` of
- * binding `binding` (staging_offset is then the byte offset). */
+ * M2N_OP_SEND_DIRECT, M2N_OP_RECV_DIRECT: `bytes` at byte offset
+ * `staging_offset` of binding `binding`; RECV_DIRECT receives only into
+ * destination bindings. `peer` is another rank. Within a step, the k-th
+ * SEND or SEND_DIRECT of rank a to rank b carries as many bytes as the k-th
+ * RECV or RECV_DIRECT of rank b from rank a, and none is left unmatched. */
 typedef struct m2n_plan_transfer_t {
   uint32_t peer;
   uint32_t binding;              /* DIRECT only; else 0 */
@@ -171,19 +196,40 @@ typedef struct m2n_plan_transfer_t {
 
 /* M2N_OP_COPY, M2N_OP_PACK, M2N_OP_UNPACK: a box as strided runs, walked
  * in the same order on both sides. For level i (outermost first) the walk
- * repeats count[i] times, advancing the `from` side by from_stride[i] and
- * the `to` side by to_stride[i] bytes; innermost, one contiguous run of
- * run_bytes moves. For PACK the `to` side is the staging buffer, for
- * UNPACK the `from` side is; a staging side's strides are those of a
- * dense packing. The record is this struct, then count[levels],
- * from_stride[levels] and to_stride[levels] as int64_t. */
+ * repeats count[i] >= 1 times, advancing the `from` side by from_stride[i]
+ * and the `to` side by to_stride[i] bytes (signed); innermost, one
+ * contiguous run of run_bytes >= 1 moves. For PACK the `to` side is the
+ * staging buffer, for UNPACK the `from` side is; a staging side's strides
+ * are those of a dense packing (the innermost stride is run_bytes, each
+ * outer one count times the next inner one). COPY reads a source binding
+ * and writes a destination binding, moving at most the destination's
+ * byte_size; UNPACK writes only destination bindings. The record is this
+ * struct, then count[levels], from_stride[levels] and to_stride[levels] as
+ * int64_t. */
 typedef struct m2n_plan_runs_t {
-  uint32_t from_binding;         /* COPY, PACK */
-  uint32_t to_binding;           /* COPY, UNPACK */
+  uint32_t from_binding;         /* COPY, PACK; else 0 */
+  uint32_t to_binding;           /* COPY, UNPACK; else 0 */
   uint64_t from_offset;          /* bytes into the from side */
   uint64_t to_offset;            /* bytes into the to side */
   uint64_t run_bytes;
 } m2n_plan_runs_t;
+
+/* The sizes above are the format; C and C++ builds must agree on them. */
+#ifdef __cplusplus
+#define M2N_PLAN_STATIC_ASSERT static_assert
+#else
+#define M2N_PLAN_STATIC_ASSERT _Static_assert
+#endif
+M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_header_t) == 160, "header size");
+M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_tensor_t) == 80, "tensor size");
+M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_rank_entry_t) == 16, "entry size");
+M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_rank_header_t) == 64, "rank size");
+M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_binding_t) == 144, "binding size");
+M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_instruction_t) == 8, "record size");
+M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_step_t) == 8, "step size");
+M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_transfer_t) == 24, "transfer size");
+M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_runs_t) == 32, "runs size");
+#undef M2N_PLAN_STATIC_ASSERT
 
 #ifdef __cplusplus
 } /* extern "C" */
