@@ -23,8 +23,11 @@ uint64_t alignUp(uint64_t value) {
 
 template <typename T>
 void append(std::vector<uint8_t> &out, const T &value) {
-  const auto *bytes = reinterpret_cast<const uint8_t *>(&value);
-  out.insert(out.end(), bytes, bytes + sizeof(T));
+  // resize + memcpy rather than insert: GCC 12 warns wrongly about
+  // inserting into an empty vector.
+  size_t offset = out.size();
+  out.resize(offset + sizeof(T));
+  std::memcpy(out.data() + offset, &value, sizeof(T));
 }
 
 template <typename T>
