@@ -1,7 +1,8 @@
 //===- m2n-translate.cpp - Translations into and out of m2n IR ------------===//
 //
 // An mlir-translate style driver with m2n's translations registered:
-// `--import-m2n-spec` reads a JSON refit spec and prints m2n IR.
+// `--import-m2n-spec` reads a JSON refit spec and prints m2n IR;
+// `--m2n-to-plan` writes a compiled refit as a plan file.
 //
 // Output given with `-o FILE` is written to a temporary file beside FILE and
 // renamed over it only when the translation succeeds, so a failed run leaves
@@ -9,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "m2n/Target/ExportPlan.h"
 #include "m2n/Target/ImportSpec.h"
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "llvm/Support/FileSystem.h"
@@ -60,6 +62,7 @@ AtomicOutput redirectOutput(std::vector<std::string> &args) {
 
 int main(int argc, char **argv) {
   m2n::registerImportSpecTranslation();
+  m2n::registerExportPlanTranslation();
 
   std::vector<std::string> args(argv, argv + argc);
   AtomicOutput output = redirectOutput(args);

@@ -1,0 +1,30 @@
+//===- ExportPlan.h - A compiled plan as runtime bytecode -------*- C++ -*-===//
+
+#ifndef M2N_TARGET_EXPORTPLAN_H
+#define M2N_TARGET_EXPORTPLAN_H
+
+#include "m2n/Plan/CostModel.h"
+#include "m2n/Plan/Plan.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace m2n {
+
+/// The plan bytecode (m2n/plan_format.h) of a verified, fused and scheduled
+/// plan. Every rank of a source mesh gets a source binding of each tensor
+/// on that mesh and every rank of a destination mesh a destination binding,
+/// empty shards included; its instructions are its local copies, then per
+/// step its packs, its sends and receives in the plan's message order (the
+/// same on both ends of every message), and its unpacks. `cost` fills the
+/// header's summary.
+std::vector<uint8_t> exportPlan(const plan::Plan &plan,
+                                const plan::PlanCost &cost);
+
+/// Registers `--m2n-to-plan` with mlir-translate style drivers: a module
+/// holding one compiled `m2n.refit` becomes its plan file.
+void registerExportPlanTranslation();
+
+} // namespace m2n
+
+#endif // M2N_TARGET_EXPORTPLAN_H

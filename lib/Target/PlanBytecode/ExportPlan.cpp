@@ -1,0 +1,319 @@
+//===- ExportPlan.cpp - A compiled plan as runtime bytecode ---------------===//
+
+#include "m2n/Target/ExportPlan.h"
+
+#include "m2n/Dialect/M2N/IR/M2NOps.h"
+#include "m2n/Dialect/M2N/Transforms/PlanIR.h"
+#include "m2n/Plan/Coalesce.h"
+#include "m2n/Plan/Verify.h"
+#include "m2n/plan_writer.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+#include <tuple>
+
+using namespace mlir;
+
+namespace m2n {
+namespace {
+
+using plan::Message;
+using plan::MessagePart;
+using plan::Origin;
+using plan::Plan;
+using plan::Slice;
+using plan::TransferGroup;
+
+static_assert(static_cast<int>(DType::BOOL) == M2N_DTYPE_BOOL &&
+                  static_cast<int>(DType::BF16) == M2N_DTYPE_BF16,
+              "DType and m2n_dtype_t must number the dtypes alike");
+
+/// Builds the file: bindings first, then each rank's instruction stream.
+class Exporter {
+public:
+  Exporter(const Plan &plan) : plan(plan) {}
+
+  std::vector<uint8_t> run(const plan::PlanCost &cost) {
+    writer.setWorldSize(static_cast<uint32_t>(plan.worldSize()));
+    writer.setStepCount(static_cast<uint32_t>(plan.numSteps));
+    writer.setStagingBudget(plan.stagingBudget);
+    writer.setSummary(cost.wireBytes, cost.localCopyBytes, cost.messages,
+                      static_cast<uint64_t>(cost.predictedSeconds * 1e9),
+                      static_cast<uint64_t>(cost.lowerBoundSeconds * 1e9));
+    for (const plan::TensorInfo &tensor : plan.tensors) {
+      const TransferGroup &group = plan.groups[tensor.group];
+      writer.addTensor(tensor.name, static_cast<m2n_dtype_t>(group.dtype),
+                       group.shape);
+    }
+    addBindings();
+    emitLocalCopies();
+    for (int64_t step = 0; step < plan.numSteps; ++step)
+      emitStep(step);
+    for (const auto &[rank, traffic] : traffics)
+      writer.setTraffic(rank, traffic.first, traffic.second);
+    for (const auto &[rank, bytes] : stagingBytes)
+      writer.setStagingBytes(rank, bytes);
+    return writer.finish();
+  }
+
+private:
+  using BindingKey = std::tuple<uint32_t, int32_t, m2n_role_t>;
+
+  /// The shard of `tensor` that `rank` holds in `role`.
+  Box shardBox(int32_t tensor, int64_t rank, m2n_role_t role) const {
+    const TransferGroup &group = plan.groups[plan.tensors[tensor].group];
+    return role == M2N_ROLE_SOURCE ? plan::sourceBox(plan, group, rank)
+                                   : plan::destinationBox(plan, group, rank);
+  }
+
+  void addBindingsOf(int32_t tensor, const plan::PlanLayout &layout,
+                     m2n_role_t role) {
+    for (int64_t rank : plan.meshes[layout.mesh].ranks) {
+      Box box = shardBox(tensor, rank, role);
+      uint32_t index = writer.addBinding(static_cast<uint32_t>(rank),
+                                         static_cast<uint32_t>(tensor), role,
+                                         box.offsets, box.sizes);
+      bindings[{static_cast<uint32_t>(rank), tensor, role}] = index;
+    }
+  }
+
+  void addBindings() {
+    for (size_t t = 0; t < plan.tensors.size(); ++t) {
+      const TransferGroup &group = plan.groups[plan.tensors[t].group];
+      addBindingsOf(static_cast<int32_t>(t), group.src, M2N_ROLE_SOURCE);
+      addBindingsOf(static_cast<int32_t>(t), group.dst, M2N_ROLE_DESTINATION);
+    }
+  }
+
+  uint32_t binding(int64_t rank, int32_t tensor, m2n_role_t role) const {
+    return bindings.at({static_cast<uint32_t>(rank), tensor, role});
+  }
+
+  /// The walk of `slice` from one buffer to another, both given as boxes.
+  static PlanRuns runs(const Slice &slice, const Box &from,
+                       const Box &to, int64_t elementBytes) {
+    auto [fromRuns, toRuns] =
+        plan::stridedRunsPair(slice.box, from, to, elementBytes);
+    PlanRuns result;
+    result.fromOffset = fromRuns.offset;
+    result.toOffset = toRuns.offset;
+    result.runBytes = fromRuns.runBytes;
+    result.count = fromRuns.count;
+    result.fromStride = fromRuns.stride;
+    result.toStride = toRuns.stride;
+    return result;
+  }
+
+  void emitLocalCopies() {
+    for (const TransferGroup &group : plan.groups)
+      for (const Slice &slice : group.slices) {
+        if (!slice.isLocalCopy() || slice.box.empty())
+          continue;
+        for (int32_t member : group.members) {
+          uint32_t rank = static_cast<uint32_t>(slice.sender);
+          PlanRuns copy =
+              runs(slice, shardBox(member, rank, M2N_ROLE_SOURCE),
+                   shardBox(member, rank, M2N_ROLE_DESTINATION),
+                   group.elementBytes());
+          copy.fromBinding = binding(rank, member, M2N_ROLE_SOURCE);
+          copy.toBinding = binding(rank, member, M2N_ROLE_DESTINATION);
+          writer.copy(rank, copy);
+        }
+      }
+  }
+
+  /// Calls `fn(group, slice, member)` for every member slice of `message`,
+  /// in packing order.
+  template <typename Fn>
+  void forEachPart(const Message &message, Fn fn) const {
+    for (const MessagePart &part : message.parts) {
+      const TransferGroup &group = plan.groups[part.group];
+      const Slice &slice = group.slices[part.slice];
+      for (int32_t m = part.memberBegin; m < part.memberEnd; ++m)
+        fn(group, slice, group.members[m]);
+    }
+  }
+
+  /// The sender's buffer that a slice is read from.
+  m2n_role_t readRole(const Slice &slice) const {
+    return slice.origin == Origin::Source ? M2N_ROLE_SOURCE
+                                          : M2N_ROLE_DESTINATION;
+  }
+
+  /// Gathers a packed message into the sender's staging buffer.
+  void emitPack(const Message &message, uint64_t staging) {
+    uint32_t rank = static_cast<uint32_t>(message.sender);
+    forEachPart(message, [&](const TransferGroup &group, const Slice &slice,
+                             int32_t member) {
+      PlanRuns pack = runs(slice, shardBox(member, rank, readRole(slice)),
+                           slice.box, group.elementBytes());
+      pack.fromBinding = binding(rank, member, readRole(slice));
+      pack.toOffset += staging;
+      writer.pack(rank, pack);
+      staging += plan::sliceBytes(group, slice);
+    });
+  }
+
+  /// Scatters a packed message from the receiver's staging buffer.
+  void emitUnpack(const Message &message, uint64_t staging) {
+    uint32_t rank = static_cast<uint32_t>(message.receiver);
+    forEachPart(message, [&](const TransferGroup &group, const Slice &slice,
+                             int32_t member) {
+      PlanRuns unpack =
+          runs(slice, slice.box, shardBox(member, rank, M2N_ROLE_DESTINATION),
+               group.elementBytes());
+      unpack.toBinding = binding(rank, member, M2N_ROLE_DESTINATION);
+      unpack.fromOffset += staging;
+      writer.unpack(rank, unpack);
+      staging += plan::sliceBytes(group, slice);
+    });
+  }
+
+  /// A zero-copy message's one member slice: the binding it lives in on
+  /// each side and its byte offset there.
+  struct Direct {
+    uint32_t fromBinding, toBinding;
+    uint64_t fromOffset, toOffset;
+  };
+  Direct direct(const Message &message) const {
+    const MessagePart &part = message.parts.front();
+    const TransferGroup &group = plan.groups[part.group];
+    const Slice &slice = group.slices[part.slice];
+    int32_t member = group.members[part.memberBegin];
+    PlanRuns walk =
+        runs(slice, shardBox(member, message.sender, readRole(slice)),
+             shardBox(member, message.receiver, M2N_ROLE_DESTINATION),
+             group.elementBytes());
+    return {binding(message.sender, member, readRole(slice)),
+            binding(message.receiver, member, M2N_ROLE_DESTINATION),
+            walk.fromOffset, walk.toOffset};
+  }
+
+  /// One step: each rank's sends take staging from offset 0 up, its
+  /// receives after them; messages keep the plan's order on every rank.
+  void emitStep(int64_t step) {
+    std::vector<const Message *> messages;
+    for (const Message &message : plan.messages)
+      if (message.step == step)
+        messages.push_back(&message);
+    if (messages.empty())
+      return;
+    std::map<uint32_t, uint64_t> sendEnd, receiveEnd;
+    llvm::DenseMap<const Message *, std::pair<uint64_t, uint64_t>> offsets;
+    for (const Message *message : messages) {
+      if (message->zeroCopy)
+        continue;
+      uint64_t &send = sendEnd[message->sender];
+      offsets[message].first = send;
+      send += message->bytes;
+    }
+    for (const Message *message : messages) {
+      if (message->zeroCopy)
+        continue;
+      uint64_t &receive = receiveEnd[message->receiver];
+      offsets[message].second = sendEnd[message->receiver] + receive;
+      receive += message->bytes;
+    }
+    std::map<uint32_t, bool> started;
+    auto begin = [&](uint32_t rank) {
+      if (!started[rank])
+        writer.step(rank, static_cast<uint32_t>(step));
+      started[rank] = true;
+    };
+    for (const Message *message : messages) {
+      begin(message->sender);
+      begin(message->receiver);
+    }
+    for (const Message *message : messages)
+      if (!message->zeroCopy)
+        emitPack(*message, offsets[message].first);
+    for (const Message *message : messages)
+      emitTransfer(*message, offsets[message]);
+    for (const Message *message : messages)
+      if (!message->zeroCopy)
+        emitUnpack(*message, offsets[message].second);
+    for (const auto &[rank, send] : sendEnd)
+      noteStaging(rank, send + receiveEnd[rank]);
+    for (const auto &[rank, receive] : receiveEnd)
+      noteStaging(rank, sendEnd[rank] + receive);
+  }
+
+  void emitTransfer(const Message &message,
+                    std::pair<uint64_t, uint64_t> staging) {
+    uint32_t sender = static_cast<uint32_t>(message.sender);
+    uint32_t receiver = static_cast<uint32_t>(message.receiver);
+    uint64_t bytes = static_cast<uint64_t>(message.bytes);
+    traffics[sender].first += bytes;
+    traffics[receiver].second += bytes;
+    if (!message.zeroCopy) {
+      writer.send(sender, receiver, staging.first, bytes);
+      writer.recv(receiver, sender, staging.second, bytes);
+      return;
+    }
+    Direct where = direct(message);
+    writer.sendDirect(sender, receiver, where.fromBinding, where.fromOffset,
+                      bytes);
+    writer.recvDirect(receiver, sender, where.toBinding, where.toOffset,
+                      bytes);
+  }
+
+  void noteStaging(uint32_t rank, uint64_t bytes) {
+    uint64_t &peak = stagingBytes[rank];
+    peak = std::max(peak, bytes);
+  }
+
+  const Plan &plan;
+  PlanWriter writer;
+  std::map<BindingKey, uint32_t> bindings;
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> traffics;
+  std::map<uint32_t, uint64_t> stagingBytes;
+};
+
+} // namespace
+
+std::vector<uint8_t> exportPlan(const plan::Plan &plan,
+                                const plan::PlanCost &cost) {
+  return Exporter(plan).run(cost);
+}
+
+/// Reads the one compiled refit of `module` and checks it is ready to run.
+static FailureOr<plan::Plan> readCompiledPlan(ModuleOp module) {
+  auto refits = module.getOps<RefitOp>();
+  if (refits.empty() || std::next(refits.begin()) != refits.end())
+    return mlir::emitError(module.getLoc())
+           << "expected exactly one 'm2n.refit' to export";
+  RefitOp refit = *refits.begin();
+  if (!refit.getStagingBudget())
+    return emitRefitError(refit) << "refit @" << refit.getSymName()
+                                 << " is not scheduled; run m2n-compile first";
+  FailureOr<plan::Plan> plan = readPlan(refit);
+  if (failed(plan))
+    return failure();
+  std::vector<std::string> problems = plan::verifyPlan(*plan);
+  if (!problems.empty())
+    return emitRefitError(refit) << "the plan of refit @" << refit.getSymName()
+                                 << " is unsound: " << problems.front();
+  return plan;
+}
+
+void registerExportPlanTranslation() {
+  TranslateFromMLIRRegistration registration(
+      "m2n-to-plan", "Export a compiled m2n refit as a plan file",
+      [](Operation *op, llvm::raw_ostream &output) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return op->emitError() << "expected a module";
+        FailureOr<plan::Plan> plan = readCompiledPlan(module);
+        if (failed(plan))
+          return failure();
+        std::vector<uint8_t> bytes =
+            exportPlan(*plan, plan::CostModel().cost(*plan));
+        output.write(reinterpret_cast<const char *>(bytes.data()),
+                     bytes.size());
+        return success();
+      },
+      [](DialectRegistry &registry) { registry.insert<M2NDialect>(); });
+}
+
+} // namespace m2n

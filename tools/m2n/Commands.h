@@ -1,0 +1,45 @@
+//===- Commands.h - The subcommands of the m2n driver -----------*- C++ -*-===//
+
+#ifndef M2N_TOOLS_M2N_COMMANDS_H
+#define M2N_TOOLS_M2N_COMMANDS_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+
+namespace m2n::driver {
+
+struct CompileOptions {
+  std::string specPath;
+  std::string outputPath;
+  /// 0 lets the cost model choose.
+  int64_t bucketBytes = 0;
+  int64_t stagingBytes = int64_t(1) << 30;
+  std::string topologyPath;
+  bool relay = true;
+  /// Also write the compiled IR here, when not empty.
+  std::string irPath;
+};
+
+struct InspectOptions {
+  std::string planPath;
+  bool json = false;
+  bool disassemble = false;
+  /// The rank to disassemble, or -1 for all.
+  int rank = -1;
+};
+
+/// Each returns the process's exit status; errors go to stderr.
+int compile(const CompileOptions &options);
+int inspect(const InspectOptions &options);
+
+/// Writes `bytes` to `path` through a temporary file beside it, renamed
+/// over `path` only once complete, so that a failure leaves `path` as it
+/// was. Prints the error and returns false on failure.
+bool writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes);
+
+} // namespace m2n::driver
+
+#endif // M2N_TOOLS_M2N_COMMANDS_H

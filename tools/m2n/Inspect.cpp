@@ -1,0 +1,149 @@
+//===- Inspect.cpp - m2n inspect: what a plan file does -------------------===//
+
+#include "Commands.h"
+
+#include "m2n/plan.h"
+#include "plan_internal.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <vector>
+
+namespace m2n::driver {
+namespace {
+
+struct MessageInfo {
+  uint64_t step, sender, receiver, bytes;
+};
+
+struct RankInfo {
+  uint64_t sendBytes = 0, receiveBytes = 0, messages = 0, stagingBytes = 0;
+};
+
+/// Every message, read off its sender's instructions, in step order per
+/// sender; and each rank's traffic.
+struct Summary {
+  std::vector<MessageInfo> messages;
+  std::vector<RankInfo> ranks;
+};
+
+Summary summarize(const LoadedPlan &plan) {
+  Summary summary;
+  summary.ranks.resize(plan.worldSize());
+  for (uint32_t rank = 0; rank < plan.worldSize(); ++rank) {
+    if (const m2n_plan_rank_header_t *header = plan.rankHeader(rank)) {
+      summary.ranks[rank].sendBytes = header->send_bytes;
+      summary.ranks[rank].receiveBytes = header->receive_bytes;
+      summary.ranks[rank].stagingBytes = header->staging_bytes;
+    }
+    uint64_t step = 0;
+    for (const Instruction &instruction : plan.instructions(rank)) {
+      if (instruction.opcode == M2N_OP_STEP)
+        step = instruction.step;
+      if (instruction.opcode != M2N_OP_SEND &&
+          instruction.opcode != M2N_OP_SEND_DIRECT)
+        continue;
+      summary.messages.push_back(
+          {step, rank, instruction.transfer.peer, instruction.transfer.bytes});
+      ++summary.ranks[rank].messages;
+    }
+  }
+  llvm::stable_sort(summary.messages,
+                    [](const MessageInfo &a, const MessageInfo &b) {
+                      return a.step < b.step;
+                    });
+  return summary;
+}
+
+void printJson(const m2n_plan_header_t &header, const Summary &summary) {
+  llvm::json::Array messages, ranks;
+  for (const MessageInfo &message : summary.messages)
+    messages.push_back(llvm::json::Object{{"step", message.step},
+                                          {"src", message.sender},
+                                          {"dst", message.receiver},
+                                          {"bytes", message.bytes}});
+  for (size_t rank = 0; rank < summary.ranks.size(); ++rank) {
+    const RankInfo &info = summary.ranks[rank];
+    ranks.push_back(llvm::json::Object{{"rank", rank},
+                                       {"send_bytes", info.sendBytes},
+                                       {"receive_bytes", info.receiveBytes},
+                                       {"messages", info.messages},
+                                       {"staging_bytes", info.stagingBytes}});
+  }
+  llvm::json::Object root{
+      {"world_size", header.world_size},
+      {"tensors", header.tensor_count},
+      {"steps", header.step_count},
+      {"staging_budget", header.staging_budget},
+      {"wire_bytes", header.wire_bytes},
+      {"local_copy_bytes", header.local_copy_bytes},
+      {"predicted_seconds", header.predicted_ns * 1e-9},
+      {"lower_bound_seconds", header.lower_bound_ns * 1e-9},
+      {"messages", std::move(messages)},
+      {"ranks", std::move(ranks)}};
+  llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)))
+               << "\n";
+}
+
+void printText(llvm::StringRef path, const m2n_plan_header_t &header,
+               const Summary &summary) {
+  llvm::raw_ostream &os = llvm::outs();
+  double ratio = header.lower_bound_ns
+                     ? double(header.predicted_ns) / header.lower_bound_ns
+                     : 1.0;
+  os << path << ": " << header.world_size << " ranks, "
+     << header.tensor_count << " tensors, " << header.step_count
+     << " steps, " << summary.messages.size() << " messages\n"
+     << "wire bytes " << header.wire_bytes << ", local copy bytes "
+     << header.local_copy_bytes << ", staging budget "
+     << header.staging_budget << " per rank\n"
+     << llvm::formatv("predicted {0:F1} us, lower bound {1:F1} us ({2:F2}x)\n",
+                      header.predicted_ns / 1e3, header.lower_bound_ns / 1e3,
+                      ratio)
+     << llvm::formatv("{0,6} {1,14} {2,14} {3,9} {4,14}\n", "rank",
+                      "send bytes", "receive bytes", "messages", "staging");
+  for (size_t rank = 0; rank < summary.ranks.size(); ++rank) {
+    const RankInfo &info = summary.ranks[rank];
+    os << llvm::formatv("{0,6} {1,14} {2,14} {3,9} {4,14}\n", rank,
+                        info.sendBytes, info.receiveBytes, info.messages,
+                        info.stagingBytes);
+  }
+}
+
+/// Prints a status's message and frees it.
+int fail(m2n_status_t status) {
+  llvm::errs() << "error: " << m2n_status_message(status) << "\n";
+  m2n_status_free(status);
+  return 1;
+}
+
+} // namespace
+
+int inspect(const InspectOptions &options) {
+  m2n_plan_t plan = nullptr;
+  if (m2n_status_t status =
+          m2n_plan_load_file(options.planPath.c_str(), &plan))
+    return fail(status);
+  int result = 0;
+  if (options.disassemble) {
+    char *text = nullptr;
+    if (m2n_status_t status = m2n_plan_disassemble(plan, options.rank, &text))
+      result = fail(status);
+    else
+      llvm::outs() << text;
+    m2n_free(text);
+  } else {
+    const LoadedPlan &loaded = plan->plan;
+    Summary summary = summarize(loaded);
+    if (options.json)
+      printJson(loaded.header(), summary);
+    else
+      printText(options.planPath, loaded.header(), summary);
+  }
+  m2n_plan_destroy(plan);
+  return result;
+}
+
+} // namespace m2n::driver

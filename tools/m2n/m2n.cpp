@@ -1,0 +1,100 @@
+//===- m2n.cpp - The m2n driver -------------------------------------------===//
+//
+//   m2n compile SPEC.json -o PLAN.m2n [--bucket-bytes N] [--staging-bytes N]
+//                                     [--topology FILE] [--no-relay]
+//                                     [--emit-ir FILE]
+//   m2n inspect PLAN.m2n [--json | --disassemble [--rank R]]
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+
+#include "m2n/Dialect/M2N/Transforms/Pipelines.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace {
+
+cl::SubCommand compileCommand("compile",
+                              "Compile a refit spec into a plan file");
+cl::SubCommand inspectCommand("inspect", "Summarize a plan file");
+
+//===--- compile ----------------------------------------------------------===//
+
+cl::opt<std::string> specPath(cl::Positional, cl::desc("<spec.json>"),
+                              cl::Required, cl::sub(compileCommand));
+cl::opt<std::string> outputPath("o", cl::desc("The plan file to write"),
+                                cl::value_desc("plan.m2n"), cl::Required,
+                                cl::sub(compileCommand));
+cl::opt<int64_t> bucketBytes(
+    "bucket-bytes",
+    cl::desc("The most bytes of a packed message (0: from the cost model)"),
+    cl::init(0), cl::sub(compileCommand));
+cl::opt<int64_t> stagingBytes(
+    "staging-bytes",
+    cl::desc("Staging bytes (pack and unpack buffers) per rank"),
+    cl::init(int64_t(1) << 30), cl::sub(compileCommand));
+cl::opt<std::string> topologyPath(
+    "topology", cl::desc("A JSON topology file (default: H200 nodes)"),
+    cl::value_desc("file"), cl::sub(compileCommand));
+cl::opt<bool> noRelay("no-relay",
+                      cl::desc("Do not relay regions among receivers"),
+                      cl::sub(compileCommand));
+cl::opt<std::string> irPath("emit-ir",
+                            cl::desc("Also write the compiled m2n IR here"),
+                            cl::value_desc("file"), cl::sub(compileCommand));
+
+//===--- inspect ----------------------------------------------------------===//
+
+cl::opt<std::string> inspectPath(cl::Positional, cl::desc("<plan.m2n>"),
+                                 cl::Required, cl::sub(inspectCommand));
+cl::opt<bool> json("json", cl::desc("Print the summary as JSON"),
+                   cl::sub(inspectCommand));
+cl::opt<bool> disassemble("disassemble",
+                          cl::desc("Print the instructions as text"),
+                          cl::sub(inspectCommand));
+cl::opt<int> disassembleRank("rank",
+                             cl::desc("Disassemble this rank only"),
+                             cl::init(-1), cl::sub(inspectCommand));
+
+int runCompile() {
+  m2n::driver::CompileOptions options;
+  options.specPath = specPath;
+  options.outputPath = outputPath;
+  options.bucketBytes = bucketBytes;
+  options.stagingBytes = stagingBytes;
+  options.topologyPath = topologyPath;
+  options.relay = !noRelay;
+  options.irPath = irPath;
+  return m2n::driver::compile(options);
+}
+
+int runInspect() {
+  if (json && disassemble) {
+    errs() << "error: --json and --disassemble exclude each other\n";
+    return 1;
+  }
+  m2n::driver::InspectOptions options;
+  options.planPath = inspectPath;
+  options.json = json;
+  options.disassemble = disassemble;
+  options.rank = disassembleRank;
+  return m2n::driver::inspect(options);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "m2n: compile and inspect refit plans\n");
+  if (compileCommand)
+    return runCompile();
+  if (inspectCommand)
+    return runInspect();
+  errs() << "error: expected a command: compile or inspect (see --help)\n";
+  return 1;
+}
