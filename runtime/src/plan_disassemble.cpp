@@ -41,12 +41,11 @@ std::string shapeText(const int64_t *shape, uint32_t rank) {
   return text + "]";
 }
 
-// "[0:4, 2:6]": each dimension's half-open range of the tensor.
+// "[0:4, 2:4]": each dimension's offset and size, as m2n IR writes boxes.
 std::string boxText(const m2n_plan_binding_t &binding, uint32_t rank) {
   std::string text = "[";
   for (uint32_t d = 0; d < rank; ++d)
-    text += concat(d ? ", " : "", binding.offset[d], ":",
-                   binding.offset[d] + binding.shape[d]);
+    text += concat(d ? ", " : "", binding.offset[d], ":", binding.shape[d]);
   return text + "]";
 }
 

@@ -225,7 +225,7 @@ rank 0: bindings 2 instructions 7 staging 48 send 72 receive 0
   send_direct to 2 binding 1 [0, 12)
   send_direct to 3 binding 1 [12, 24)
 rank 1: bindings 3 instructions 6 staging 48 send 48 receive 0
-  binding 0: tensor 0 "w" source [4:8, 0:6] 48 bytes
+  binding 0: tensor 0 "w" source [4:4, 0:6] 48 bytes
   binding 1: tensor 1 "b" source [0:6] 24 bytes
   binding 2: tensor 1 "b" destination [0:6] 24 bytes
   copy binding 1 +0 -> binding 2 +0: 1 run of 24 bytes
@@ -245,8 +245,8 @@ rank 2: bindings 2 instructions 7 staging 24 send 0 receive 60
   recv from 1 staging [0, 24)
   unpack staging +0 -> binding 0 +24: 1 run of 24 bytes
 rank 3: bindings 2 instructions 7 staging 24 send 0 receive 60
-  binding 0: tensor 0 "w" destination [0:8, 3:6] 48 bytes
-  binding 1: tensor 1 "b" destination [3:6] 12 bytes
+  binding 0: tensor 0 "w" destination [0:8, 3:3] 48 bytes
+  binding 1: tensor 1 "b" destination [3:3] 12 bytes
   step 0
   recv from 0 staging [0, 24)
   recv_direct from 0 binding 1 [0, 12)

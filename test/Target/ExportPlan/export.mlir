@@ -18,7 +18,7 @@
 // CHECK-NEXT:   send to 1 staging [0, 24)
 // CHECK-NEXT:   send to 2 staging [24, 48)
 // CHECK-NEXT: rank 1: bindings 2 instructions 6 staging 48 send 24 receive 24
-// CHECK-NEXT:   binding 0: tensor 0 "w" source [2:4, 0:6] 48 bytes
+// CHECK-NEXT:   binding 0: tensor 0 "w" source [2:2, 0:6] 48 bytes
 // CHECK-NEXT:   binding 1: tensor 0 "w" destination [0:4, 0:3] 48 bytes
 // CHECK-NEXT:   copy binding 0 +0 -> binding 1 +24: 2 runs of 12 bytes, levels [2 x (24, 12)]
 // CHECK-NEXT:   step 0
@@ -27,7 +27,7 @@
 // CHECK-NEXT:   send to 2 staging [0, 24)
 // CHECK-NEXT:   unpack staging +24 -> binding 1 +0: 1 run of 24 bytes
 // CHECK-NEXT: rank 2: bindings 1 instructions 5 staging 48 send 0 receive 48
-// CHECK-NEXT:   binding 0: tensor 0 "w" destination [0:4, 3:6] 48 bytes
+// CHECK-NEXT:   binding 0: tensor 0 "w" destination [0:4, 3:3] 48 bytes
 // CHECK-NEXT:   step 0
 // CHECK-NEXT:   recv from 0 staging [0, 24)
 // CHECK-NEXT:   recv from 1 staging [24, 48)
