@@ -2,13 +2,15 @@
 # Configuration for the m2n lit tests.
 
 import os
+import shutil
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
 
 config.name = "M2N"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".json", ".test"]
+config.suffixes = [".mlir", ".test"]
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.m2n_obj_root, "test")
@@ -19,3 +21,11 @@ llvm_config.with_environment("PATH", config.m2n_tools_dir, append_path=True)
 llvm_config.use_default_substitutions()
 
 config.substitutions.append(("%m2n_src_root", config.m2n_src_root))
+config.substitutions.append(("%python", sys.executable))
+
+# The MPI end-to-end tests run where mpirun is.
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+# Open MPI refuses to run as root unless told, as in containers and CI.
+config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"

@@ -31,9 +31,18 @@ struct InspectOptions {
   int rank = -1;
 };
 
+struct RunOptions {
+  std::string planPath;
+  /// "sim" (every rank in this process) or "mpi" (this process is one).
+  std::string backend = "sim";
+  std::string srcDir;
+  std::string dstDir;
+};
+
 /// Each returns the process's exit status; errors go to stderr.
 int compile(const CompileOptions &options);
 int inspect(const InspectOptions &options);
+int run(const RunOptions &options);
 
 /// Writes `bytes` to `path` through a temporary file beside it, renamed
 /// over `path` only once complete, so that a failure leaves `path` as it

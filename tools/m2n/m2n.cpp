@@ -4,6 +4,8 @@
 //                                     [--topology FILE] [--no-relay]
 //                                     [--emit-ir FILE]
 //   m2n inspect PLAN.m2n [--json | --disassemble [--rank R]]
+//   m2n run PLAN.m2n --backend sim --src DIR --dst DIR
+//   mpirun -np W m2n run PLAN.m2n --backend mpi --src DIR --dst DIR
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,8 @@ namespace {
 cl::SubCommand compileCommand("compile",
                               "Compile a refit spec into a plan file");
 cl::SubCommand inspectCommand("inspect", "Summarize a plan file");
+cl::SubCommand runCommand("run",
+                          "Run a plan over safetensors files, one per rank");
 
 //===--- compile ----------------------------------------------------------===//
 
@@ -60,6 +64,21 @@ cl::opt<int> disassembleRank("rank",
                              cl::desc("Disassemble this rank only"),
                              cl::init(-1), cl::sub(inspectCommand));
 
+//===--- run --------------------------------------------------------------===//
+
+cl::opt<std::string> runPlanPath(cl::Positional, cl::desc("<plan.m2n>"),
+                                 cl::Required, cl::sub(runCommand));
+cl::opt<std::string> backend(
+    "backend",
+    cl::desc("sim: every rank in this process; mpi: one process per rank"),
+    cl::init("sim"), cl::sub(runCommand));
+cl::opt<std::string> srcDir(
+    "src", cl::desc("Where rank r reads rank{r}.safetensors"),
+    cl::value_desc("dir"), cl::Required, cl::sub(runCommand));
+cl::opt<std::string> dstDir(
+    "dst", cl::desc("Where rank r writes rank{r}.safetensors"),
+    cl::value_desc("dir"), cl::Required, cl::sub(runCommand));
+
 int runCompile() {
   m2n::driver::CompileOptions options;
   options.specPath = specPath;
@@ -85,16 +104,28 @@ int runInspect() {
   return m2n::driver::inspect(options);
 }
 
+int runRun() {
+  m2n::driver::RunOptions options;
+  options.planPath = runPlanPath;
+  options.backend = backend;
+  options.srcDir = srcDir;
+  options.dstDir = dstDir;
+  return m2n::driver::run(options);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv,
-                              "m2n: compile and inspect refit plans\n");
+                              "m2n: compile, inspect and run refit plans\n");
   if (compileCommand)
     return runCompile();
   if (inspectCommand)
     return runInspect();
-  errs() << "error: expected a command: compile or inspect (see --help)\n";
+  if (runCommand)
+    return runRun();
+  errs() << "error: expected a command: compile, inspect or run (see "
+            "--help)\n";
   return 1;
 }
