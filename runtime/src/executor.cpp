@@ -1,0 +1,431 @@
+//===- executor.cpp - Executing one rank's part of a plan -----------------===//
+//
+// The executor decodes its rank's instructions once, into the order they
+// run in: the local copies, then per step the packs, the transfers (one
+// exchange) and the unpacks. A loaded plan has been validated, so no walk
+// leaves its binding or the staging buffer; the executor checks only what
+// the caller supplies: the buffers bound to the plan's shards.
+//
+//===----------------------------------------------------------------------===//
+
+#include "m2n/executor.h"
+
+#include "plan_internal.h"
+#include "transport.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+
+namespace m2n {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One step of a rank's program, its records grouped by phase.
+struct StepProgram {
+  uint64_t step = 0;
+  std::vector<Instruction> packs;
+  std::vector<Instruction> transfers;
+  std::vector<Instruction> unpacks;
+};
+
+struct Program {
+  std::vector<Instruction> copies;
+  std::vector<StepProgram> steps;
+};
+
+// The plan's order is already the execution order; validation guarantees
+// that COPYs precede the first STEP and that every other record follows one.
+Program decodeProgram(const LoadedPlan &plan, uint32_t rank) {
+  Program program;
+  for (const Instruction &inst : plan.instructions(rank)) {
+    switch (inst.opcode) {
+    case M2N_OP_STEP:
+      program.steps.emplace_back();
+      program.steps.back().step = inst.step;
+      break;
+    case M2N_OP_COPY:
+      program.copies.push_back(inst);
+      break;
+    case M2N_OP_PACK:
+      program.steps.back().packs.push_back(inst);
+      break;
+    case M2N_OP_UNPACK:
+      program.steps.back().unpacks.push_back(inst);
+      break;
+    case M2N_OP_SEND:
+    case M2N_OP_RECV:
+    case M2N_OP_SEND_DIRECT:
+    case M2N_OP_RECV_DIRECT:
+      program.steps.back().transfers.push_back(inst);
+      break;
+    }
+  }
+  return program;
+}
+
+uint64_t walkBytes(const Instruction &inst) {
+  uint64_t bytes = inst.runs.run_bytes;
+  for (uint32_t level = 0; level < inst.levels; ++level)
+    bytes *= static_cast<uint64_t>(inst.count[level]);
+  return bytes;
+}
+
+// Moves the runs of a COPY, PACK or UNPACK from the buffer at `from` to the
+// one at `to`: the innermost level in a tight loop, the outer ones as an
+// odometer.
+void walk(const Instruction &inst, const uint8_t *from, uint8_t *to) {
+  const uint64_t run = inst.runs.run_bytes;
+  int64_t fromAt = static_cast<int64_t>(inst.runs.from_offset);
+  int64_t toAt = static_cast<int64_t>(inst.runs.to_offset);
+  if (inst.levels == 0) {
+    std::memcpy(to + toAt, from + fromAt, run);
+    return;
+  }
+  const uint32_t inner = inst.levels - 1;
+  int64_t index[M2N_PLAN_MAX_LEVELS] = {};
+  for (;;) {
+    for (int64_t i = 0; i < inst.count[inner]; ++i)
+      std::memcpy(to + toAt + i * inst.toStride[inner],
+                  from + fromAt + i * inst.fromStride[inner], run);
+    uint32_t level = inner;
+    for (;;) {
+      if (level == 0)
+        return;
+      --level;
+      fromAt += inst.fromStride[level];
+      toAt += inst.toStride[level];
+      if (++index[level] < inst.count[level])
+        break;
+      fromAt -= inst.fromStride[level] * inst.count[level];
+      toAt -= inst.toStride[level] * inst.count[level];
+      index[level] = 0;
+    }
+  }
+}
+
+bool isSend(m2n_opcode_t opcode) {
+  return opcode == M2N_OP_SEND || opcode == M2N_OP_SEND_DIRECT;
+}
+
+bool isDirect(m2n_opcode_t opcode) {
+  return opcode == M2N_OP_SEND_DIRECT || opcode == M2N_OP_RECV_DIRECT;
+}
+
+// What a run moves is fixed by the plan; only the times are measured.
+m2n_executor_stats_t plannedStats(const Program &program) {
+  m2n_executor_stats_t stats = {};
+  for (const Instruction &copy : program.copies)
+    stats.bytes_copied += walkBytes(copy);
+  for (const StepProgram &step : program.steps) {
+    ++stats.steps;
+    for (const Instruction &pack : step.packs)
+      stats.bytes_packed += walkBytes(pack);
+    for (const Instruction &unpack : step.unpacks)
+      stats.bytes_unpacked += walkBytes(unpack);
+    for (const Instruction &transfer : step.transfers) {
+      bool send = isSend(transfer.opcode);
+      (send ? stats.bytes_sent : stats.bytes_received) +=
+          transfer.transfer.bytes;
+      ++(send ? stats.messages_sent : stats.messages_received);
+    }
+  }
+  return stats;
+}
+
+std::string shapeText(uint32_t ndim, const int64_t *shape) {
+  std::string text = "[";
+  for (uint32_t i = 0; i < ndim; ++i)
+    text += concat(i ? ", " : "", shape[i]);
+  return text + "]";
+}
+
+const char *roleName(m2n_role_t role) {
+  return role == M2N_ROLE_SOURCE ? "source" : "destination";
+}
+
+struct FreeDeleter {
+  void operator()(uint8_t *data) const { std::free(data); }
+};
+
+// A binding of the rank and the buffer bound to it.
+struct Slot {
+  const m2n_plan_binding_t *binding = nullptr;
+  uint8_t *data = nullptr;
+  bool bound = false;
+  std::string bindError; // why its last bind failed
+};
+
+} // namespace
+
+class RankExecutor {
+public:
+  RankExecutor(const LoadedPlan &plan, TransportImpl &transport)
+      : plan_(plan), transport_(transport), rank_(transport.rank()) {}
+
+  m2n_status_t init();
+  m2n_status_t bind(const char *tensorName, m2n_role_t role, void *data,
+                    m2n_dtype_t dtype, uint32_t ndim, const int64_t *shape);
+  m2n_status_t run();
+  const m2n_executor_stats_t &stats() const { return stats_; }
+
+private:
+  static uint64_t slotKey(uint32_t tensor, m2n_role_t role) {
+    return uint64_t(tensor) << 8 | uint64_t(role);
+  }
+  std::string slotName(const Slot &slot) const;
+  m2n_status_t checkBuffer(Slot &slot, void *data, m2n_dtype_t dtype,
+                           uint32_t ndim, const int64_t *shape);
+  std::string unboundReason() const;
+  TransferOp transferOp(const Instruction &inst);
+  m2n_status_t execute();
+
+  const LoadedPlan &plan_;
+  TransportImpl &transport_;
+  const uint32_t rank_;
+  Program program_;
+  std::vector<Slot> slots_;
+  std::unordered_map<uint64_t, uint32_t> slotIndex_;
+  std::unique_ptr<uint8_t, FreeDeleter> staging_;
+  std::vector<TransferOp> ops_; // one step's, reused
+  m2n_executor_stats_t planned_ = {};
+  m2n_executor_stats_t stats_ = {};
+};
+
+m2n_status_t RankExecutor::init() {
+  const m2n_plan_rank_header_t *section = plan_.rankHeader(rank_);
+  if (!section)
+    return nullptr;
+  for (uint32_t i = 0; i < section->binding_count; ++i) {
+    Slot slot;
+    slot.binding = &plan_.binding(rank_, i);
+    slotIndex_.emplace(slotKey(slot.binding->tensor,
+                               static_cast<m2n_role_t>(slot.binding->role)),
+                       i);
+    slots_.push_back(std::move(slot));
+  }
+  program_ = decodeProgram(plan_, rank_);
+  planned_ = plannedStats(program_);
+  uint64_t staging = section->staging_bytes;
+  if (staging != 0) {
+    // Whole cache lines, as aligned_alloc wants a multiple of the alignment.
+    uint64_t rounded = (staging + 63) / 64 * 64;
+    staging_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, rounded)));
+    if (!staging_)
+      return m2n_status_create(M2N_STATUS_RESOURCE_EXHAUSTED,
+                               concat("rank ", rank_, ": cannot allocate ",
+                                      staging, " bytes of staging")
+                                   .c_str());
+  }
+  return nullptr;
+}
+
+std::string RankExecutor::slotName(const Slot &slot) const {
+  return concat("tensor ", quoteName(plan_.tensorName(slot.binding->tensor)),
+                " ", roleName(static_cast<m2n_role_t>(slot.binding->role)));
+}
+
+m2n_status_t RankExecutor::bind(const char *tensorName, m2n_role_t role,
+                                void *data, m2n_dtype_t dtype, uint32_t ndim,
+                                const int64_t *shape) {
+  if (role != M2N_ROLE_SOURCE && role != M2N_ROLE_DESTINATION)
+    return m2n_status_create(M2N_STATUS_INVALID_ARGUMENT,
+                             concat("m2n_executor_bind: role ", int(role),
+                                    " is neither source nor destination")
+                                 .c_str());
+  if (ndim > M2N_PLAN_MAX_RANK || (ndim != 0 && !shape))
+    return m2n_status_create(
+        M2N_STATUS_INVALID_ARGUMENT,
+        concat("m2n_executor_bind: tensor ", quoteName(tensorName), ": ",
+               ndim > M2N_PLAN_MAX_RANK ? "more than 8 dimensions"
+                                        : "shape is null")
+            .c_str());
+  std::optional<uint32_t> tensor = plan_.findTensor(tensorName);
+  if (!tensor)
+    return m2n_status_create(
+        M2N_STATUS_NOT_FOUND,
+        concat("m2n_executor_bind: the plan has no tensor ",
+               quoteName(tensorName))
+            .c_str());
+  auto found = slotIndex_.find(slotKey(*tensor, role));
+  if (found == slotIndex_.end())
+    return m2n_status_create(
+        M2N_STATUS_NOT_FOUND,
+        concat("m2n_executor_bind: tensor ", quoteName(tensorName), ": rank ",
+               rank_, " holds no ", roleName(role), " shard of it in the plan")
+            .c_str());
+  Slot &slot = slots_[found->second];
+  if (m2n_status_t status = checkBuffer(slot, data, dtype, ndim, shape)) {
+    slot.bound = false;
+    slot.data = nullptr;
+    slot.bindError = m2n_status_message(status);
+    return status;
+  }
+  slot.bound = true;
+  slot.data = static_cast<uint8_t *>(data);
+  slot.bindError.clear();
+  return nullptr;
+}
+
+m2n_status_t RankExecutor::checkBuffer(Slot &slot, void *data,
+                                       m2n_dtype_t dtype, uint32_t ndim,
+                                       const int64_t *shape) {
+  const m2n_plan_tensor_t &tensor = plan_.tensor(slot.binding->tensor);
+  auto error = [&](const std::string &what) {
+    return m2n_status_create(
+        M2N_STATUS_INVALID_ARGUMENT,
+        concat(slotName(slot), " on rank ", rank_, ": ", what).c_str());
+  };
+  auto expectedDtype = static_cast<m2n_dtype_t>(tensor.dtype);
+  if (dtype != expectedDtype)
+    return error(concat("dtype ", m2n_dtype_name(dtype), ", expected ",
+                        m2n_dtype_name(expectedDtype)));
+  bool sameShape = ndim == tensor.rank;
+  for (uint32_t i = 0; sameShape && i < ndim; ++i)
+    sameShape = shape[i] == slot.binding->shape[i];
+  if (!sameShape)
+    return error(concat("shape ", shapeText(ndim, shape), ", expected ",
+                        shapeText(tensor.rank, slot.binding->shape)));
+  if (!data && slot.binding->byte_size != 0)
+    return error(concat("data is null, expected a buffer of ",
+                        slot.binding->byte_size, " bytes"));
+  return nullptr;
+}
+
+std::string RankExecutor::unboundReason() const {
+  std::string reason;
+  size_t others = 0;
+  for (const Slot &slot : slots_) {
+    if (slot.bound)
+      continue;
+    if (!reason.empty()) {
+      ++others;
+      continue;
+    }
+    reason = concat(slotName(slot), " is not bound");
+    if (!slot.bindError.empty())
+      reason += concat(" (its bind failed: ", slot.bindError, ")");
+  }
+  if (others != 0)
+    reason += concat(", nor ", others,
+                     others == 1 ? " other shard" : " other shards");
+  return reason;
+}
+
+TransferOp RankExecutor::transferOp(const Instruction &inst) {
+  const m2n_plan_transfer_t &transfer = inst.transfer;
+  uint8_t *base =
+      isDirect(inst.opcode) ? slots_[transfer.binding].data : staging_.get();
+  TransferOp op;
+  op.kind = isSend(inst.opcode) ? TransferOp::Send : TransferOp::Receive;
+  op.peer = transfer.peer;
+  op.data = base + transfer.staging_offset;
+  op.bytes = transfer.bytes;
+  return op;
+}
+
+m2n_status_t RankExecutor::run() {
+  auto start = Clock::now();
+  std::string why = unboundReason();
+  M2N_RETURN_IF_ERROR(
+      transport_.agree(plan_.header().content_hash, why.empty(), why));
+  auto agreed = Clock::now();
+  M2N_RETURN_IF_ERROR(execute());
+  auto end = Clock::now();
+  uint32_t runs = stats_.runs + 1;
+  stats_ = planned_;
+  stats_.runs = runs;
+  stats_.seconds = std::chrono::duration<double>(end - start).count();
+  stats_.agree_seconds = std::chrono::duration<double>(agreed - start).count();
+  return nullptr;
+}
+
+m2n_status_t RankExecutor::execute() {
+  for (const Instruction &copy : program_.copies)
+    walk(copy, slots_[copy.runs.from_binding].data,
+         slots_[copy.runs.to_binding].data);
+  for (const StepProgram &step : program_.steps) {
+    for (const Instruction &pack : step.packs)
+      walk(pack, slots_[pack.runs.from_binding].data, staging_.get());
+    ops_.clear();
+    for (const Instruction &transfer : step.transfers)
+      ops_.push_back(transferOp(transfer));
+    // A failed exchange has already told the peers.
+    if (!ops_.empty())
+      M2N_RETURN_IF_ERROR(transport_.exchange(step.step, ops_, nullptr));
+    for (const Instruction &unpack : step.unpacks)
+      walk(unpack, staging_.get(), slots_[unpack.runs.to_binding].data);
+  }
+  return nullptr;
+}
+
+} // namespace m2n
+
+struct m2n_executor_s {
+  m2n::RankExecutor executor;
+};
+
+namespace {
+
+m2n_status_t nullArgument(const char *function) {
+  return m2n_status_create(M2N_STATUS_INVALID_ARGUMENT,
+                           m2n::concat(function, ": null argument").c_str());
+}
+
+} // namespace
+
+extern "C" {
+
+m2n_status_t m2n_executor_create(m2n_plan_t plan, m2n_transport_t transport,
+                                 m2n_executor_t *out) {
+  if (!out)
+    return nullArgument("m2n_executor_create");
+  *out = nullptr;
+  if (!plan || !transport)
+    return nullArgument("m2n_executor_create");
+  m2n::TransportImpl &impl = *transport->impl;
+  if (impl.memoryKind() != m2n::MemoryKind::Host)
+    return m2n_status_create(
+        M2N_STATUS_UNIMPLEMENTED,
+        "m2n_executor_create: the executor runs on host memory only");
+  uint32_t planWorld = plan->plan.worldSize();
+  if (planWorld != impl.worldSize())
+    return m2n_status_create(
+        M2N_STATUS_INVALID_ARGUMENT,
+        m2n::concat("m2n_executor_create: ", plan->plan.source(),
+                    " is a plan for ", planWorld,
+                    " ranks, but the transport's group has ", impl.worldSize())
+            .c_str());
+  std::unique_ptr<m2n_executor_s> executor(
+      new m2n_executor_s{m2n::RankExecutor(plan->plan, impl)});
+  M2N_RETURN_IF_ERROR(executor->executor.init());
+  *out = executor.release();
+  return nullptr;
+}
+
+void m2n_executor_destroy(m2n_executor_t executor) { delete executor; }
+
+m2n_status_t m2n_executor_bind(m2n_executor_t executor, const char *tensor_name,
+                               m2n_role_t role, void *data, m2n_dtype_t dtype,
+                               uint32_t ndim, const int64_t *shape) {
+  if (!executor || !tensor_name)
+    return nullArgument("m2n_executor_bind");
+  return executor->executor.bind(tensor_name, role, data, dtype, ndim, shape);
+}
+
+m2n_status_t m2n_executor_run(m2n_executor_t executor) {
+  if (!executor)
+    return nullArgument("m2n_executor_run");
+  return executor->executor.run();
+}
+
+m2n_status_t m2n_executor_get_stats(m2n_executor_t executor,
+                                    m2n_executor_stats_t *out) {
+  if (!executor || !out)
+    return nullArgument("m2n_executor_get_stats");
+  *out = executor->executor.stats();
+  return nullptr;
+}
+
+} // extern "C"

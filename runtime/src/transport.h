@@ -1,0 +1,103 @@
+//===- transport.h - The transport interface, for the runtime -*- C++ -*-===//
+//
+// The C handle m2n_transport_t wraps an m2n::TransportImpl. The executor
+// needs two collective operations of it:
+//
+//   agree     every rank contributes (plan hash, ready, why); all ranks get
+//             the same verdict, so that they fail together before any data
+//             moves rather than some waiting on others that gave up.
+//   exchange  one step's sends and receives, issued as one group (as an
+//             NCCL group would be), matched between two ranks by their order
+//             within the step.
+//
+// The interface leaves room for a device transport (NCCL on CUDA): buffers
+// are plain pointers whose kind memoryKind() states, and exchange takes the
+// caller's stream. Host transports (sim, mpi) complete the exchange before
+// they return and ignore the stream; a device transport would enqueue it on
+// the stream and return.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef M2N_TRANSPORT_INTERNAL_H
+#define M2N_TRANSPORT_INTERNAL_H
+
+#include "m2n/transport.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace m2n {
+
+/// Where the buffers of an exchange live.
+enum class MemoryKind { Host, Device };
+
+/// One message of an exchange, seen from this rank.
+struct TransferOp {
+  enum Kind : uint8_t { Send, Receive };
+  Kind kind = Send;
+  uint32_t peer = 0;
+  void *data = nullptr;   // a send only reads it
+  uint64_t bytes = 0;
+};
+
+/// One rank's part of an agreement.
+struct AgreeRecord {
+  uint64_t planHash = 0;
+  bool ready = false;
+  std::string why;        // when not ready
+};
+
+class TransportImpl {
+public:
+  virtual ~TransportImpl() = default;
+
+  virtual uint32_t rank() const = 0;
+  virtual uint32_t worldSize() const = 0;
+  virtual MemoryKind memoryKind() const { return MemoryKind::Host; }
+
+  /// Seconds to wait for a peer in one call before aborting; 0 is forever.
+  virtual void setTimeout(double seconds) = 0;
+
+  /// Collective: gathers every rank's (planHash, ready, why) and returns
+  /// agreementStatus of them, the same on every rank; or ABORTED when the
+  /// group has failed.
+  virtual m2n_status_t agree(uint64_t planHash, bool ready,
+                             const std::string &why) = 0;
+
+  /// Step `step`'s messages as one group, in record order. Between two
+  /// ranks the k-th send of one matches the k-th receive of the other. On
+  /// failure the transport has aborted the group: the peers are told.
+  virtual m2n_status_t exchange(uint64_t step,
+                                const std::vector<TransferOp> &ops,
+                                void *stream) = 0;
+
+  /// Tells every peer that this rank failed because of `why`.
+  virtual void abort(const std::string &why) = 0;
+};
+
+/// The verdict on an agreement, the same text on every rank: NULL when all
+/// hold rank 0's plan and are ready, else ABORTED naming each rank that
+/// holds another plan or is not ready, and why.
+m2n_status_t agreementStatus(const std::vector<AgreeRecord> &records);
+
+/// `seconds` for messages: "0.5 s".
+std::string formatSeconds(double seconds);
+
+/// The message ranks get when rank `rank` has aborted the group.
+std::string failedRankMessage(uint32_t rank, const std::string &why);
+
+/// A transport over MPI_COMM_WORLD or the MPI_Comm at `comm`, sending no
+/// message larger than `maxMessageBytes` (larger ones go in pieces).
+m2n_status_t createMpiTransport(const void *comm, uint64_t maxMessageBytes,
+                                std::unique_ptr<TransportImpl> *out);
+
+} // namespace m2n
+
+/// The C handle.
+struct m2n_transport_s {
+  std::unique_ptr<m2n::TransportImpl> impl;
+};
+
+#endif // M2N_TRANSPORT_INTERNAL_H
