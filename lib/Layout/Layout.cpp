@@ -83,7 +83,7 @@ std::string Box::str() const {
 }
 
 Box m2n::fullBox(const std::vector<int64_t> &shape) {
-  return Box{std::vector<int64_t>(shape.size(), 0), shape};
+  return Box{Dims(shape.size(), 0), shape};
 }
 
 Box m2n::intersect(const Box &a, const Box &b) {

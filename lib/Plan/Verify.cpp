@@ -269,56 +269,58 @@ void Verifier::checkSlice(size_t g, size_t i) {
   const TransferGroup &group = plan.groups[g];
   const Slice &slice = group.slices[i];
   GroupContext &context = contexts[g];
-  std::string name = sliceName(g, i);
+  // Names are built only for problems: most slices have none.
+  auto name = [&] { return sliceName(g, i); };
   size_t rank = group.shape.size();
   if (slice.box.offsets.size() != rank || slice.box.sizes.size() != rank) {
-    problems.add(name + ": has a box of the wrong rank for a tensor of rank " +
+    problems.add(name() +
+                 ": has a box of the wrong rank for a tensor of rank " +
                  std::to_string(rank));
     return;
   }
   if (!isWithinTensor(slice.box, group.shape)) {
-    problems.add(name + ": lies outside the tensor " +
+    problems.add(name() + ": lies outside the tensor " +
                  fullBox(group.shape).str());
     return;
   }
   context.wellFormed[i] = true;
   if (slice.round < 0)
-    problems.add(name + ": has a negative round");
+    problems.add(name() + ": has a negative round");
   if (slice.box.empty())
     return;
 
   if (slice.origin == Origin::Source) {
     int32_t id = context.src->boxOf(slice.sender);
     if (!context.src->onMesh(slice.sender))
-      problems.add(name + ": rank " + std::to_string(slice.sender) +
+      problems.add(name() + ": rank " + std::to_string(slice.sender) +
                    " is not on the source " + meshName(group.src.mesh));
     else if (id < 0 || !contains(context.src->box(id), slice.box))
       problems.add(
-          name + ": rank " + std::to_string(slice.sender) +
+          name() + ": rank " + std::to_string(slice.sender) +
           " does not hold it in the source layout (it holds " +
           (id < 0 ? std::string("nothing") : context.src->box(id).str()) + ")");
   } else {
     int32_t id = context.dst->boxOf(slice.sender);
     if (slice.round < 1)
-      problems.add(name + ": forwards in round " + std::to_string(slice.round) +
-                   ", before any bytes arrive");
+      problems.add(name() + ": forwards in round " +
+                   std::to_string(slice.round) + ", before any bytes arrive");
     if (slice.isLocalCopy())
-      problems.add(name + ": forwards to its own sender");
+      problems.add(name() + ": forwards to its own sender");
     else if (id < 0 || !contains(context.dst->box(id), slice.box))
       problems.add(
-          name + ": rank " + std::to_string(slice.sender) +
+          name() + ": rank " + std::to_string(slice.sender) +
           " does not hold it in the destination layout (it holds " +
           (id < 0 ? std::string("nothing") : context.dst->box(id).str()) + ")");
   }
 
   int32_t dstId = context.dst->boxOf(slice.receiver);
   if (!context.dst->onMesh(slice.receiver)) {
-    problems.add(name + ": rank " + std::to_string(slice.receiver) +
+    problems.add(name() + ": rank " + std::to_string(slice.receiver) +
                  " is not on the destination " + meshName(group.dst.mesh));
     return;
   }
   if (dstId < 0 || !contains(context.dst->box(dstId), slice.box)) {
-    problems.add(name + ": lies outside rank " +
+    problems.add(name() + ": lies outside rank " +
                  std::to_string(slice.receiver) + "'s destination box " +
                  (dstId < 0 ? std::string("(it holds nothing)")
                             : context.dst->box(dstId).str()));
@@ -486,10 +488,10 @@ const Box *Verifier::receiverBuffer(size_t g, const Slice &slice) const {
 bool Verifier::checkPart(size_t m, size_t p) {
   const Message &message = plan.messages[m];
   const MessagePart &part = message.parts[p];
-  std::string where = messageName(m) + ": part " + std::to_string(p);
+  auto where = [&] { return messageName(m) + ": part " + std::to_string(p); };
   if (part.group < 0 ||
       part.group >= static_cast<int32_t>(plan.groups.size())) {
-    problems.add(where + " names group " + std::to_string(part.group) +
+    problems.add(where() + " names group " + std::to_string(part.group) +
                  ", which does not exist");
     return false;
   }
@@ -498,24 +500,24 @@ bool Verifier::checkPart(size_t m, size_t p) {
   const TransferGroup &group = plan.groups[part.group];
   if (part.slice < 0 ||
       part.slice >= static_cast<int32_t>(group.slices.size())) {
-    problems.add(where + " names slice " + std::to_string(part.slice) + " of " +
-                 groupName(part.group) + ", which has " +
+    problems.add(where() + " names slice " + std::to_string(part.slice) +
+                 " of " + groupName(part.group) + ", which has " +
                  std::to_string(group.slices.size()) + " slices");
     return false;
   }
   if (part.memberBegin < 0 || part.memberBegin >= part.memberEnd ||
       part.memberEnd > static_cast<int32_t>(group.members.size())) {
-    problems.add(where + " names members [" + std::to_string(part.memberBegin) +
-                 ", " + std::to_string(part.memberEnd) + ") of " +
-                 groupName(part.group) + ", which has " +
-                 std::to_string(group.members.size()));
+    problems.add(
+        where() + " names members [" + std::to_string(part.memberBegin) + ", " +
+        std::to_string(part.memberEnd) + ") of " + groupName(part.group) +
+        ", which has " + std::to_string(group.members.size()));
     return false;
   }
   const Slice &slice = group.slices[part.slice];
   if (slice.isLocalCopy() && slice.origin == Origin::Source)
-    problems.add(where + " carries the " + sliceName(part.group, part.slice));
+    problems.add(where() + " carries the " + sliceName(part.group, part.slice));
   else if (slice.sender != message.sender || slice.receiver != message.receiver)
-    problems.add(where + " carries the " + sliceName(part.group, part.slice) +
+    problems.add(where() + " carries the " + sliceName(part.group, part.slice) +
                  " between other ranks");
   records.push_back(
       PartRecord{part.group, part.slice, part.memberBegin, part.memberEnd, m});

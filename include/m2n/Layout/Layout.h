@@ -12,7 +12,11 @@
 #ifndef M2N_LAYOUT_LAYOUT_H
 #define M2N_LAYOUT_LAYOUT_H
 
+#include <algorithm>
+#include <cassert>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -42,11 +46,95 @@ struct Placement {
   std::string str() const;
 };
 
+/// One value per dimension of a tensor, at most kMaxTensorRank of them,
+/// stored inline: the passes copy boxes by the hundred thousand, and a box
+/// that allocates costs more to copy than to compute with. It offers the part
+/// of std::vector's interface that boxes need, and converts to and from
+/// std::vector<int64_t>.
+class Dims {
+public:
+  using value_type = int64_t;
+  using size_type = size_t;
+  using iterator = int64_t *;
+  using const_iterator = const int64_t *;
+
+  Dims() = default;
+  explicit Dims(size_t count, int64_t value = 0) { assign(count, value); }
+  Dims(std::initializer_list<int64_t> values) {
+    assign(values.begin(), values.end());
+  }
+  Dims(const std::vector<int64_t> &values) {
+    assign(values.begin(), values.end());
+  }
+  template <typename It> Dims(It first, It last) { assign(first, last); }
+
+  operator std::vector<int64_t>() const { return {begin(), end()}; }
+
+  size_t size() const { return count; }
+  bool empty() const { return count == 0; }
+  iterator begin() { return values; }
+  iterator end() { return values + count; }
+  const_iterator begin() const { return values; }
+  const_iterator end() const { return values + count; }
+  int64_t *data() { return values; }
+  const int64_t *data() const { return values; }
+  int64_t &operator[](size_t i) {
+    assert(i < count && "dimension out of range");
+    return values[i];
+  }
+  int64_t operator[](size_t i) const {
+    assert(i < count && "dimension out of range");
+    return values[i];
+  }
+  int64_t &front() { return (*this)[0]; }
+  int64_t front() const { return (*this)[0]; }
+  int64_t &back() { return (*this)[count - 1]; }
+  int64_t back() const { return (*this)[count - 1]; }
+
+  void clear() { count = 0; }
+  void push_back(int64_t value) {
+    assert(count < kMaxTensorRank && "more dimensions than a tensor has");
+    values[count++] = value;
+  }
+  void resize(size_t newCount, int64_t value = 0) {
+    assert(newCount <= kMaxTensorRank && "more dimensions than a tensor has");
+    std::fill(values + std::min<size_t>(count, newCount), values + newCount,
+              value);
+    count = static_cast<uint8_t>(newCount);
+  }
+  void assign(size_t newCount, int64_t value) {
+    clear();
+    resize(newCount, value);
+  }
+  template <typename It> void assign(It first, It last) {
+    clear();
+    for (; first != last; ++first)
+      push_back(*first);
+  }
+
+  friend bool operator==(const Dims &a, const Dims &b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend bool operator!=(const Dims &a, const Dims &b) { return !(a == b); }
+  /// Lexicographic, as std::vector compares.
+  friend bool operator<(const Dims &a, const Dims &b) {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend bool operator>(const Dims &a, const Dims &b) { return b < a; }
+  friend bool operator<=(const Dims &a, const Dims &b) { return !(b < a); }
+  friend bool operator>=(const Dims &a, const Dims &b) { return !(a < b); }
+
+private:
+  int64_t values[kMaxTensorRank] = {};
+  uint8_t count = 0;
+};
+
 /// A rectangular region of a tensor: per dimension an offset and a size.
-/// A box with any size 0 is empty.
+/// A box with any size 0 is empty. Boxes have at most kMaxTensorRank
+/// dimensions.
 struct Box {
-  std::vector<int64_t> offsets;
-  std::vector<int64_t> sizes;
+  Dims offsets;
+  Dims sizes;
 
   int64_t rank() const { return static_cast<int64_t>(sizes.size()); }
   /// Number of elements (0 for an empty box, 1 for a rank-0 box).
