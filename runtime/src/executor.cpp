@@ -14,6 +14,7 @@
 #include "transport.h"
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 
@@ -209,9 +210,12 @@ m2n_status_t RankExecutor::init() {
   planned_ = plannedStats(program_);
   uint64_t staging = section->staging_bytes;
   if (staging != 0) {
-    // Whole cache lines, as aligned_alloc wants a multiple of the alignment.
+    // Whole cache lines, as aligned_alloc wants a multiple of the alignment;
+    // a size too large to round is one that cannot be allocated anyway.
     uint64_t rounded = (staging + 63) / 64 * 64;
-    staging_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, rounded)));
+    if (rounded >= staging && rounded <= SIZE_MAX)
+      staging_.reset(static_cast<uint8_t *>(
+          std::aligned_alloc(64, static_cast<size_t>(rounded))));
     if (!staging_)
       return m2n_status_create(M2N_STATUS_RESOURCE_EXHAUSTED,
                                concat("rank ", rank_, ": cannot allocate ",

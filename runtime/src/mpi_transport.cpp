@@ -11,7 +11,9 @@
 // Waiting polls instead of blocking in MPI_Waitall, so that it can give up
 // after the timeout and notice that a peer failed: every rank keeps a
 // receive posted for failure notices, and a rank that fails sends one to
-// every peer.
+// every peer. The agreement, too, is point-to-point rather than an
+// allgather: a rank that gives up can cancel its receives, while a
+// collective cannot be cancelled and would leave MPI_Finalize waiting.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <set>
 #include <thread>
 
 namespace m2n {
@@ -36,6 +39,7 @@ namespace {
 
 constexpr int kDataTag = 1;
 constexpr int kFailureTag = 2;
+constexpr int kAgreeTag = 3;
 
 // What a rank tells the others in an agreement or when it fails; of a fixed
 // size, so that it travels as one buffer of bytes.
@@ -102,11 +106,12 @@ private:
     MPI_Request request;
     uint32_t peer;
     bool receive;
-    bool collective;
   };
 
-  m2n_status_t post(const TransferOp &op, uint64_t offset, int count);
+  m2n_status_t post(bool receive, void *data, int count, uint32_t peer,
+                    int tag);
   m2n_status_t complete(const std::string &where);
+  std::string openPeers();
   bool peerFailed();
   void withdraw();
   m2n_status_t fail(const std::string &why);
@@ -121,8 +126,8 @@ private:
   double timeout_ = M2N_TRANSPORT_DEFAULT_TIMEOUT_S;
   std::vector<Pending> pending_;
   std::vector<MPI_Request> requests_; // of pending_, for MPI_Testall
-  // The agreement's buffers live as long as the transport: a collective
-  // that timed out cannot be cancelled and may still write them.
+  // The agreement's buffers live as long as the transport: sends that were
+  // given up may still read them.
   Notice agreeMine_ = {};
   std::vector<Notice> agreeAll_;
   Notice incoming_ = {};
@@ -154,7 +159,12 @@ MpiTransport::~MpiTransport() {
     // MPI may still read the notice for the sends it goes on with.
     (void)outgoing_.release();
   }
-  MPI_Comm_free(&comm_);
+  // The communicator is not freed. Once any rank has failed, messages may
+  // still arrive for it (an agreement or a failure notice from a peer that
+  // gave up on this one), and Open MPI hands those of a freed communicator
+  // to the next one that gets its context id, or stalls on them: a later
+  // collective on MPI_COMM_WORLD was seen to hang. Kept, it costs one
+  // communicator per transport until MPI_Finalize.
 }
 
 m2n_status_t MpiTransport::start() {
@@ -173,13 +183,20 @@ m2n_status_t MpiTransport::agree(uint64_t planHash, bool ready,
     return failure();
   agreeMine_ = makeNotice(planHash, ready, why);
   agreeAll_.assign(size_, Notice{});
-  MPI_Request request = MPI_REQUEST_NULL;
-  int code =
-      MPI_Iallgather(&agreeMine_, sizeof(Notice), MPI_BYTE, agreeAll_.data(),
-                     sizeof(Notice), MPI_BYTE, comm_, &request);
-  if (code != MPI_SUCCESS)
-    return fail(concat("MPI_Iallgather failed: ", mpiError(code)));
-  pending_.assign(1, {request, 0, true, true});
+  agreeAll_[rank_] = agreeMine_;
+  pending_.clear();
+  for (bool receive : {true, false}) {
+    for (uint32_t peer = 0; peer < size_; ++peer) {
+      if (peer == rank_)
+        continue;
+      void *data = receive ? &agreeAll_[peer] : &agreeMine_;
+      if (m2n_status_t status =
+              post(receive, data, sizeof(Notice), peer, kAgreeTag)) {
+        withdraw();
+        return status;
+      }
+    }
+  }
   M2N_RETURN_IF_ERROR(complete("in the agreement"));
 
   std::vector<AgreeRecord> records(size_);
@@ -199,7 +216,9 @@ m2n_status_t MpiTransport::exchange(uint64_t step,
     for (uint64_t offset = 0; offset < op.bytes; offset += maxMessageBytes_) {
       int count = static_cast<int>(
           std::min<uint64_t>(maxMessageBytes_, op.bytes - offset));
-      if (m2n_status_t status = post(op, offset, count)) {
+      void *data = static_cast<uint8_t *>(op.data) + offset;
+      if (m2n_status_t status = post(op.kind == TransferOp::Receive, data,
+                                     count, op.peer, kDataTag)) {
         withdraw();
         return status;
       }
@@ -208,20 +227,17 @@ m2n_status_t MpiTransport::exchange(uint64_t step,
   return complete(concat("in step ", step));
 }
 
-m2n_status_t MpiTransport::post(const TransferOp &op, uint64_t offset,
-                                int count) {
-  auto *data = static_cast<uint8_t *>(op.data) + offset;
-  int peer = static_cast<int>(op.peer);
+m2n_status_t MpiTransport::post(bool receive, void *data, int count,
+                                uint32_t peer, int tag) {
   MPI_Request request = MPI_REQUEST_NULL;
-  bool receive = op.kind == TransferOp::Receive;
+  int source = static_cast<int>(peer);
   int code =
-      receive
-          ? MPI_Irecv(data, count, MPI_BYTE, peer, kDataTag, comm_, &request)
-          : MPI_Isend(data, count, MPI_BYTE, peer, kDataTag, comm_, &request);
+      receive ? MPI_Irecv(data, count, MPI_BYTE, source, tag, comm_, &request)
+              : MPI_Isend(data, count, MPI_BYTE, source, tag, comm_, &request);
   if (code != MPI_SUCCESS)
     return fail(concat(receive ? "MPI_Irecv from rank " : "MPI_Isend to rank ",
-                       op.peer, " failed: ", mpiError(code)));
-  pending_.push_back({request, op.peer, receive, false});
+                       peer, " failed: ", mpiError(code)));
+  pending_.push_back({request, peer, receive});
   return nullptr;
 }
 
@@ -249,22 +265,10 @@ m2n_status_t MpiTransport::complete(const std::string &where) {
     std::chrono::duration<double> waited =
         std::chrono::steady_clock::now() - start;
     if (timeout_ > 0 && waited.count() > timeout_) {
-      // MPI_Testall changed nothing; find the requests still open.
-      std::string peers;
-      for (size_t i = 0; i < requests_.size(); ++i) {
-        int finished = 0;
-        if (pending_[i].collective)
-          continue;
-        MPI_Test(&requests_[i], &finished, MPI_STATUS_IGNORE);
-        pending_[i].request = requests_[i];
-        if (!finished)
-          peers += concat(peers.empty() ? "" : ", ", pending_[i].peer);
-      }
+      std::string peers = openPeers();
       withdraw();
-      return fail(
-          concat("timed out after ", formatSeconds(timeout_), " ", where,
-                 ", waiting for ",
-                 peers.empty() ? std::string("its peers") : "rank " + peers));
+      return fail(concat("timed out after ", formatSeconds(timeout_), " ",
+                         where, ", waiting for rank ", peers));
     }
     // Ranks may share cores (oversubscribed tests); let the others run.
     std::this_thread::yield();
@@ -284,11 +288,28 @@ bool MpiTransport::peerFailed() {
   return true;
 }
 
-// Gives up the requests in flight: receives are cancelled; sends and the
-// agreement's collective cannot be, and are left to MPI.
+// The peers of the requests still open, in rank order: "1, 3".
+std::string MpiTransport::openPeers() {
+  std::set<uint32_t> open;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    // MPI_Testall left every request as it was; test them one by one.
+    int finished = 0;
+    MPI_Test(&requests_[i], &finished, MPI_STATUS_IGNORE);
+    pending_[i].request = requests_[i];
+    if (!finished)
+      open.insert(pending_[i].peer);
+  }
+  std::string peers;
+  for (uint32_t peer : open)
+    peers += concat(peers.empty() ? "" : ", ", peer);
+  return peers;
+}
+
+// Gives up the requests in flight: receives are cancelled; sends cannot be,
+// and are left to MPI.
 void MpiTransport::withdraw() {
   for (Pending &pending : pending_) {
-    if (pending.request == MPI_REQUEST_NULL || pending.collective)
+    if (pending.request == MPI_REQUEST_NULL)
       continue;
     if (pending.receive) {
       MPI_Cancel(&pending.request);

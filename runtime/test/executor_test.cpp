@@ -2,9 +2,9 @@
 
 #include "sim_test_util.h"
 
+#include "failing_transport.h"
 #include "plan_internal.h"
 #include "plan_test_util.h"
-#include "transport.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -292,32 +292,6 @@ TEST(Executor, AllFailWhenARankHoldsAnotherPlan) {
   }
 }
 
-// Fails its rank's exchange in one step, as a broken link would.
-class FailingTransport final : public TransportImpl {
-public:
-  FailingTransport(std::unique_ptr<TransportImpl> inner, uint64_t failStep)
-      : inner_(std::move(inner)), failStep_(failStep) {}
-  uint32_t rank() const override { return inner_->rank(); }
-  uint32_t worldSize() const override { return inner_->worldSize(); }
-  void setTimeout(double seconds) override { inner_->setTimeout(seconds); }
-  m2n_status_t agree(uint64_t hash, bool ready,
-                     const std::string &why) override {
-    return inner_->agree(hash, ready, why);
-  }
-  m2n_status_t exchange(uint64_t step, const std::vector<TransferOp> &ops,
-                        void *stream) override {
-    if (step != failStep_)
-      return inner_->exchange(step, ops, stream);
-    inner_->abort("injected failure");
-    return m2n_status_create(M2N_STATUS_ABORTED, "injected failure");
-  }
-  void abort(const std::string &why) override { inner_->abort(why); }
-
-private:
-  std::unique_ptr<TransportImpl> inner_;
-  uint64_t failStep_;
-};
-
 TEST(Executor, OthersFailWhenARankFailsMidway) {
   // Rank 2 fails in step 1, after its step 0. Rank 0, whose part ended
   // when rank 2 received its message in step 0, succeeds; rank 3, which
@@ -326,8 +300,7 @@ TEST(Executor, OthersFailWhenARankFailsMidway) {
   SimRefit refit(relayPlan());
   refit.onTransport([](int rank, m2n_transport_t transport) {
     if (rank == 2)
-      transport->impl = std::make_unique<FailingTransport>(
-          std::move(transport->impl), /*failStep=*/1);
+      failAtStep(transport, 1);
   });
   auto start = std::chrono::steady_clock::now();
   std::vector<Outcome> outcomes = refit.run();

@@ -420,7 +420,7 @@ TEST_F(SafetensorsFile, RejectsBadTensorsAndKeepsTheOldFile) {
   m2n_safetensors_tensor_t negative = tensor("n", M2N_DTYPE_F32, {-1}, data);
   negative.byte_size = 0;
   m2n_safetensors_tensor_t badDtype = good;
-  badDtype.dtype = static_cast<m2n_dtype_t>(99);
+  badDtype.dtype = M2N_DTYPE_COUNT; // not a dtype, yet a value of the enum
   struct Case {
     std::vector<m2n_safetensors_tensor_t> tensors;
     std::vector<m2n_safetensors_metadata_t> metadata;
@@ -437,7 +437,7 @@ TEST_F(SafetensorsFile, RejectsBadTensorsAndKeepsTheOldFile) {
        "tensor \"__metadata__\": the name is reserved for metadata"},
       {{badName}, {}, "tensor \"\\xc3\": the name is not valid UTF-8"},
       {{negative}, {}, "tensor \"n\": shape [-1] has a negative dimension"},
-      {{badDtype}, {}, "tensor \"w\": unknown dtype 99"},
+      {{badDtype}, {}, "tensor \"w\": unknown dtype 15"},
       {{good, good}, {}, "tensor \"w\" appears twice"},
       {{good}, {{"k", "a"}, {"k", "b"}}, "metadata \"k\" appears twice"},
       {{good}, {{"k", nullptr}}, "a metadata entry has a null key or value"},

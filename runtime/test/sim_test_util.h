@@ -72,9 +72,7 @@ public:
     m2n_sim_world_destroy(world_);
   }
 
-  int worldSize() const { return worldSize_; }
   m2n_plan_t plan() const { return plan_; }
-  RankBuffers &buffers(int rank) { return *buffers_[rank]; }
 
   /// Rank `rank` executes `plan` instead.
   void givePlan(int rank, const std::vector<uint8_t> &plan) {

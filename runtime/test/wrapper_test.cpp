@@ -31,6 +31,23 @@ TEST(Wrapper, StatusFreesAndPrints) {
   EXPECT_FALSE(plan);
 }
 
+TEST(Wrapper, TransportsKnowTheirRank) {
+  SimWorld world;
+  ASSERT_TRUE(SimWorld::create(2, &world).ok());
+  Transport transport;
+  ASSERT_TRUE(world.transport(1, &transport).ok());
+  EXPECT_EQ(transport.rank(), 1);
+  EXPECT_EQ(transport.worldSize(), 2);
+  EXPECT_EQ(transport.setTimeout(-1).code(), M2N_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(transport.setTimeout(5).ok());
+  EXPECT_TRUE(transport.abort("done").ok());
+  Transport again;
+  EXPECT_EQ(world.transport(1, &again).code(), M2N_STATUS_INVALID_ARGUMENT);
+  EXPECT_FALSE(again);
+  // This process never initializes MPI.
+  EXPECT_EQ(Transport::mpi(nullptr, &again).code(), M2N_STATUS_UNAVAILABLE);
+}
+
 // Offline resharding: rank 0's checkpoint holds "x" whole; the plan splits
 // its columns between ranks 0 and 1; each rank writes what it ends up with.
 TEST(Wrapper, ReshardsACheckpoint) {

@@ -16,8 +16,12 @@
  * Failures never hang: when a rank fails, or calls m2n_transport_abort, or
  * waits on a peer for longer than its timeout, every other rank's pending
  * and later calls return M2N_STATUS_ABORTED with a message that names the
- * rank that failed. A transport that has aborted stays aborted; destroy it
- * (and, under MPI, end the job: messages may remain unfinished).
+ * rank that failed. A transport that has aborted stays aborted; destroy it.
+ *
+ * Under MPI, a failure leaves messages unfinished: a send cannot be
+ * cancelled, and a peer may still read its buffer later. After ABORTED,
+ * keep the buffers bound to the executor (and the executor, which holds
+ * the staging buffer) alive, and end the job, with MPI_Abort if need be.
  *
  * A transport is used by one thread at a time.
  *
