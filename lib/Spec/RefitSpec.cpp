@@ -8,6 +8,8 @@
 
 #include "m2n/Spec/RefitSpec.h"
 
+#include "m2n/Spec/JsonFile.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
@@ -507,30 +509,11 @@ static Error readSpec(const json::Value &value, RefitSpec &spec) {
   return Error::success();
 }
 
-/// llvm::json reports "[<line>:<column>, byte=<offset>]: <message>"; turn
-/// that into a diagnostic that editors and terminals can jump to.
-static Error syntaxError(Error error, StringRef fileName) {
-  std::string message = llvm::toString(std::move(error));
-  StringRef rest = message;
-  unsigned line, column;
-  size_t end;
-  if (rest.consume_front("[") && !rest.consumeInteger(10, line) &&
-      rest.consume_front(":") && !rest.consumeInteger(10, column) &&
-      (end = rest.find("]: ")) != StringRef::npos) {
-    // The column is 0 at the start of a line; editors count from 1.
-    return llvm::createStringError(
-        llvm::formatv("{0}:{1}:{2}: error: malformed JSON: {3}", fileName, line,
-                      std::max(column, 1u), rest.drop_front(end + 3)));
-  }
-  return llvm::createStringError(fileName +
-                                 ": error: malformed JSON: " + message);
-}
-
 llvm::Expected<RefitSpec> spec::parseRefitSpec(StringRef text,
                                                StringRef fileName) {
-  llvm::Expected<json::Value> value = json::parse(text);
+  llvm::Expected<json::Value> value = parseJsonFile(text, fileName);
   if (!value)
-    return syntaxError(value.takeError(), fileName);
+    return value.takeError();
   RefitSpec spec;
   if (Error error = readSpec(*value, spec))
     return llvm::createStringError(
@@ -539,11 +522,10 @@ llvm::Expected<RefitSpec> spec::parseRefitSpec(StringRef text,
 }
 
 llvm::Expected<RefitSpec> spec::readRefitSpec(StringRef path) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      readTextFile(path);
   if (!buffer)
-    return llvm::createStringError(
-        path + ": error: cannot read the file: " + buffer.getError().message());
+    return buffer.takeError();
   return parseRefitSpec((*buffer)->getBuffer(), path);
 }
 

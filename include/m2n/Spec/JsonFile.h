@@ -1,0 +1,32 @@
+//===- JsonFile.h - Reading the JSON files users write ----------*- C++ -*-===//
+//
+// The refit spec and the topology file are JSON that people write by hand:
+// their syntax errors say where, as "<file>:<line>:<column>: error: ...", so
+// that editors and terminals can jump to them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef M2N_SPEC_JSONFILE_H
+#define M2N_SPEC_JSONFILE_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <memory>
+
+namespace m2n {
+
+/// `text` as JSON; a syntax error is reported at its line and column of
+/// `fileName`.
+llvm::Expected<llvm::json::Value> parseJsonFile(llvm::StringRef text,
+                                                llvm::StringRef fileName);
+
+/// The contents of the file at `path`; failing that, an error naming it.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+readTextFile(llvm::StringRef path);
+
+} // namespace m2n
+
+#endif // M2N_SPEC_JSONFILE_H
