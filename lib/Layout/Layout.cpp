@@ -65,13 +65,6 @@ std::string Placement::str() const {
   return "S(" + std::to_string(dim) + ")";
 }
 
-int64_t Box::volume() const {
-  int64_t result = 1;
-  for (int64_t size : sizes)
-    result *= size;
-  return result;
-}
-
 std::string Box::str() const {
   std::string result = "[";
   for (size_t d = 0; d < sizes.size(); ++d) {

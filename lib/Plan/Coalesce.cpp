@@ -12,7 +12,10 @@
 
 #include "LayoutIndex.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
+#include <numeric>
 #include <tuple>
 
 using namespace m2n;
@@ -84,35 +87,82 @@ std::vector<Box> mergeBoxes(std::vector<Box> boxes,
   return proper;
 }
 
-auto bucketKey(const Slice &slice) {
-  return std::make_tuple(slice.sender, slice.receiver, slice.origin,
-                         slice.round);
+/// The order of sliceLess on (round, receiver, sender) alone. Slices that may
+/// merge share those (and their origin), so it brings them together.
+bool runLess(const Slice &a, const Slice &b) {
+  return std::tie(a.round, a.receiver, a.sender) <
+         std::tie(b.round, b.receiver, b.sender);
+}
+
+/// Merges the boxes of the slices `bucket` of `slices`, which share sender,
+/// receiver, origin and round. When any merge, marks the slices replaced
+/// and appends the merged ones to `merged`.
+void mergeBucket(const std::vector<Slice> &slices,
+                 const std::vector<size_t> &bucket,
+                 const std::vector<int64_t> &shape, std::vector<bool> &replaced,
+                 std::vector<Slice> &merged) {
+  if (bucket.size() < 2)
+    return;
+  std::vector<Box> boxes;
+  for (size_t i : bucket)
+    boxes.push_back(slices[i].box);
+  boxes = mergeBoxes(std::move(boxes), shape);
+  if (boxes.size() == bucket.size())
+    return;
+  for (size_t i : bucket)
+    replaced[i] = true;
+  for (Box &box : boxes) {
+    Slice slice = slices[bucket.front()];
+    slice.box = std::move(box);
+    merged.push_back(std::move(slice));
+  }
 }
 
 void coalesceGroup(TransferGroup &group) {
-  std::vector<Slice> slices = std::move(group.slices);
-  std::stable_sort(slices.begin(), slices.end(),
-                   [](const Slice &a, const Slice &b) {
-                     return bucketKey(a) < bucketKey(b);
-                   });
-  std::vector<Slice> result;
+  std::vector<Slice> &slices = group.slices;
+  // Every pass leaves slices in sliceLess order, so this rarely sorts. A
+  // stable sort keeps each bucket's boxes in the order they came in, which
+  // mergeBoxes sees.
+  if (!std::is_sorted(slices.begin(), slices.end(), runLess))
+    std::stable_sort(slices.begin(), slices.end(), runLess);
+
+  std::vector<bool> replaced(slices.size(), false);
+  std::vector<Slice> merged;
+  std::vector<size_t> run;
+  auto originLess = [&](size_t a, size_t b) {
+    return slices[a].origin < slices[b].origin;
+  };
   for (size_t begin = 0; begin < slices.size();) {
     size_t end = begin + 1;
-    while (end < slices.size() &&
-           bucketKey(slices[end]) == bucketKey(slices[begin]))
+    while (end < slices.size() && !runLess(slices[begin], slices[end]))
       ++end;
-    std::vector<Box> boxes;
-    for (size_t i = begin; i < end; ++i)
-      boxes.push_back(std::move(slices[i].box));
-    for (Box &box : mergeBoxes(std::move(boxes), group.shape)) {
-      Slice slice = slices[begin];
-      slice.box = std::move(box);
-      result.push_back(std::move(slice));
+    // Most runs are single slices, which have nothing to merge with.
+    if (end - begin > 1) {
+      run.resize(end - begin);
+      std::iota(run.begin(), run.end(), begin);
+      std::stable_sort(run.begin(), run.end(), originLess);
+      std::vector<size_t> bucket;
+      for (size_t i = 0; i < run.size(); ++i) {
+        bucket.push_back(run[i]);
+        if (i + 1 == run.size() || originLess(run[i], run[i + 1])) {
+          mergeBucket(slices, bucket, group.shape, replaced, merged);
+          bucket.clear();
+        }
+      }
     }
     begin = end;
   }
-  sortSlices(result);
-  group.slices = std::move(result);
+
+  if (!merged.empty()) {
+    std::vector<Slice> result;
+    result.reserve(slices.size() + merged.size());
+    for (size_t i = 0; i < slices.size(); ++i)
+      if (!replaced[i])
+        result.push_back(std::move(slices[i]));
+    llvm::append_range(result, merged);
+    slices = std::move(result);
+  }
+  sortSlices(slices);
 }
 
 /// The strided runs of `slice` in each of `buffers` at once: a dimension

@@ -291,8 +291,7 @@ struct DistinctBoxes {
                 const PlanLayout &layout) {
     const Mesh &mesh = plan.meshes[layout.mesh];
     std::vector<Box> all = localBoxes(group.shape, mesh, layout.placements);
-    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, size_t>
-        index;
+    std::map<std::pair<Dims, Dims>, size_t> index;
     for (size_t i = 0; i < all.size(); ++i) {
       auto [it, inserted] = index.try_emplace(
           std::make_pair(all[i].offsets, all[i].sizes), boxes.size());
@@ -347,12 +346,13 @@ static void addUnavoidable(const CostModel &model, const Plan &plan,
   };
 
   for (size_t d = 0; d < dst.boxes.size(); ++d) {
-    for (int64_t rank : dst.holders[d]) {
-      for (size_t s = 0; s < src.boxes.size(); ++s) {
+    for (size_t s = 0; s < src.boxes.size(); ++s) {
+      // The same for every holder of the destination box.
+      int64_t volume = intersect(dst.boxes[d], src.boxes[s]).volume();
+      if (volume == 0)
+        continue;
+      for (int64_t rank : dst.holders[d]) {
         if (holds(src, rank, s))
-          continue;
-        int64_t volume = intersect(dst.boxes[d], src.boxes[s]).volume();
-        if (volume == 0)
           continue;
         receive[rank].bytes += volume * unitBytes;
         // The nearest holder sets the link the bytes need at best.
@@ -434,4 +434,19 @@ PlanCost CostModel::cost(const Plan &plan) const {
   traffic.finish(plan.numSteps);
   result.lowerBoundSeconds = lowerBound(*this, plan, worldSize);
   return result;
+}
+
+double CostModel::predictedSeconds(const std::vector<Message> &messages) const {
+  // The same traffic as cost() adds for a fused plan: every message, over
+  // tables that hold all of their ranks.
+  int64_t worldSize = 0;
+  for (const Message &message : messages)
+    worldSize = std::max({worldSize, message.sender + 1, message.receiver + 1});
+  PlanCost result;
+  Traffic traffic(*this, result, worldSize);
+  for (const Message &message : messages)
+    traffic.add(message.step, message.sender, message.receiver, message.bytes,
+                !message.zeroCopy);
+  traffic.finish(/*scheduledSteps=*/0);
+  return result.predictedSeconds;
 }

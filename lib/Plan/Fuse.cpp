@@ -12,8 +12,11 @@
 
 #include "m2n/Plan/Fuse.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 #include <algorithm>
-#include <map>
+#include <numeric>
+#include <optional>
 #include <tuple>
 
 using namespace m2n;
@@ -63,18 +66,129 @@ static bool isContiguousIn(const Box &inner, const Box &buffer) {
   return true;
 }
 
-/// Whether a member's `slice` can travel straight from the sender's tensor
-/// into the receiver's: contiguous in both, and big enough that a bucket
-/// would hold little else.
-static bool isZeroCopy(const Plan &plan, const TransferGroup &group,
-                       const Slice &slice, int64_t bucket) {
-  if (2 * sliceBytes(group, slice) < bucket)
+namespace {
+/// A remote slice as packing sees it: the pair and round it travels in, where
+/// it is in the plan, and one member's bytes. Packing visits slices by pair,
+/// not in plan order, and a small copy of what it needs keeps it from
+/// touching every slice's box again.
+struct PairSlice {
+  int32_t round = 0;
+  int64_t sender = 0;
+  int64_t receiver = 0;
+  int32_t group = 0;
+  int32_t slice = 0;
+  int64_t bytes = 0;
+
+  bool samePair(const PairSlice &other) const {
+    return round == other.round && sender == other.sender &&
+           receiver == other.receiver;
+  }
+};
+
+/// The boxes the ranks hold of each group, computed for a group only when
+/// a slice of it may go zero-copy.
+class GroupBoxes {
+public:
+  explicit GroupBoxes(const Plan &plan)
+      : plan(plan), groups(plan.groups.size()) {}
+
+  const HeldBoxes &source(int32_t g) { return get(g).first; }
+  const HeldBoxes &destination(int32_t g) { return get(g).second; }
+
+private:
+  const std::pair<HeldBoxes, HeldBoxes> &get(int32_t g) {
+    if (!groups[g]) {
+      const TransferGroup &group = plan.groups[g];
+      groups[g].emplace(HeldBoxes(plan, group, group.src),
+                        HeldBoxes(plan, group, group.dst));
+    }
+    return *groups[g];
+  }
+
+  const Plan &plan;
+  std::vector<std::optional<std::pair<HeldBoxes, HeldBoxes>>> groups;
+};
+} // namespace
+
+/// Every remote slice of the plan, ordered by (round, sender, receiver) and
+/// then in plan order (group, then slice): the order fuse packs them in.
+/// Slices are bucketed by pair rather than sorted: there are far fewer pairs
+/// than slices, and filling the buckets in plan order keeps that order
+/// within each.
+static std::vector<PairSlice> remoteSlicesByPair(const Plan &plan) {
+  using PairKey = std::tuple<int32_t, int64_t, int64_t>;
+  llvm::DenseMap<PairKey, uint32_t> pairIds;
+  std::vector<PairKey> pairs;
+  std::vector<PairSlice> slices;
+  std::vector<uint32_t> pairOf;
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    const TransferGroup &group = plan.groups[g];
+    for (size_t s = 0; s < group.slices.size(); ++s) {
+      const Slice &slice = group.slices[s];
+      if (slice.isLocalCopy())
+        continue;
+      PairKey key{slice.round, slice.sender, slice.receiver};
+      auto [it, inserted] =
+          pairIds.try_emplace(key, static_cast<uint32_t>(pairs.size()));
+      if (inserted)
+        pairs.push_back(key);
+      pairOf.push_back(it->second);
+      slices.push_back({slice.round, slice.sender, slice.receiver,
+                        static_cast<int32_t>(g), static_cast<int32_t>(s),
+                        sliceBytes(group, slice)});
+    }
+  }
+
+  // Where each pair's bucket starts once the pairs are in order.
+  std::vector<uint32_t> order(pairs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return pairs[a] < pairs[b]; });
+  std::vector<uint32_t> count(pairs.size(), 0);
+  for (uint32_t pair : pairOf)
+    ++count[pair];
+  std::vector<uint32_t> next(pairs.size());
+  uint32_t position = 0;
+  for (uint32_t pair : order) {
+    next[pair] = position;
+    position += count[pair];
+  }
+
+  std::vector<PairSlice> result(slices.size());
+  for (size_t i = 0; i < slices.size(); ++i)
+    result[next[pairOf[i]]++] = slices[i];
+  return result;
+}
+
+/// Whether a member's slice `entry` can travel straight from the sender's
+/// tensor into the receiver's: contiguous in both, and big enough that a
+/// bucket would hold little else.
+static bool isZeroCopy(const Plan &plan, GroupBoxes &boxes,
+                       const PairSlice &entry, int64_t bucket) {
+  if (2 * entry.bytes < bucket)
+    return false;
+  const Slice &slice = plan.groups[entry.group].slices[entry.slice];
+  const HeldBoxes &from = slice.origin == Origin::Source
+                              ? boxes.source(entry.group)
+                              : boxes.destination(entry.group);
+  return isContiguousIn(slice.box, from.of(slice.sender)) &&
+         isContiguousIn(slice.box,
+                        boxes.destination(entry.group).of(slice.receiver));
+}
+
+/// Whether fusion splits `slice` of `group` to fit a `bucket`: a remote slice
+/// larger than the bucket, unless it is contiguous on both sides and so goes
+/// zero-copy whole (a slice larger than a bucket fills one alone).
+static bool isLarge(const Plan &plan, const TransferGroup &group,
+                    const Slice &slice, int64_t bucket) {
+  if (slice.isLocalCopy() || sliceBytes(group, slice) <= bucket)
     return false;
   Box from = slice.origin == Origin::Source
                  ? sourceBox(plan, group, slice.sender)
                  : destinationBox(plan, group, slice.sender);
-  return isContiguousIn(slice.box, from) &&
-         isContiguousIn(slice.box, destinationBox(plan, group, slice.receiver));
+  return !isContiguousIn(slice.box, from) ||
+         !isContiguousIn(slice.box,
+                         destinationBox(plan, group, slice.receiver));
 }
 
 /// Replaces every remote slice of `group` larger than `bucket` by pieces that
@@ -82,13 +196,18 @@ static bool isZeroCopy(const Plan &plan, const TransferGroup &group,
 /// size; returns the number of slices split.
 static int64_t splitLargeSlices(const Plan &plan, TransferGroup &group,
                                 int64_t bucket) {
+  auto large = [&](const Slice &slice) {
+    return isLarge(plan, group, slice, bucket);
+  };
+  // Most plans have none; copying every slice to find that out is not free.
+  if (std::none_of(group.slices.begin(), group.slices.end(), large))
+    return 0;
   std::vector<Slice> slices;
   slices.reserve(group.slices.size());
   int64_t split = 0;
   std::vector<Box> pieces;
   for (const Slice &slice : group.slices) {
-    if (slice.isLocalCopy() || sliceBytes(group, slice) <= bucket ||
-        isZeroCopy(plan, group, slice, bucket)) {
+    if (!large(slice)) {
       slices.push_back(slice);
       continue;
     }
@@ -109,24 +228,27 @@ static int64_t splitLargeSlices(const Plan &plan, TransferGroup &group,
 }
 
 namespace {
-/// Packs the slices of one (round, sender, receiver) into messages.
+/// Packs the slices of one (round, sender, receiver) after another into
+/// messages.
 class Packer {
 public:
-  Packer(const Plan &plan, int64_t bucket, int64_t step, int64_t sender,
-         int64_t receiver)
-      : plan(plan), bucket(bucket) {
+  Packer(const Plan &plan, int64_t bucket, std::vector<Message> &out)
+      : plan(plan), boxes(plan), bucket(bucket), out(out) {}
+
+  /// Starts the messages between another pair in another round.
+  void start(int64_t step, int64_t sender, int64_t receiver) {
+    open = Message();
     open.step = step;
     open.sender = sender;
     open.receiver = receiver;
   }
 
-  /// Adds every member's share of slice `s` of group `g`.
-  void add(int32_t g, int32_t s) {
-    const TransferGroup &group = plan.groups[g];
-    const Slice &slice = group.slices[s];
-    int64_t bytes = sliceBytes(group, slice);
-    int32_t members = static_cast<int32_t>(group.members.size());
-    if (isZeroCopy(plan, group, slice, bucket)) {
+  /// Adds every member's share of the slice `entry`.
+  void add(const PairSlice &entry) {
+    int32_t g = entry.group, s = entry.slice;
+    int64_t bytes = entry.bytes;
+    int32_t members = static_cast<int32_t>(plan.groups[g].members.size());
+    if (isZeroCopy(plan, boxes, entry, bucket)) {
       for (int32_t member = 0; member < members; ++member) {
         Message message = emptyLike(open);
         message.parts.push_back({g, s, member, member + 1});
@@ -156,13 +278,15 @@ public:
     }
   }
 
-  /// Appends the messages, zero-copy ones first, to `out`.
-  void finish(std::vector<Message> &out) {
+  /// Appends the pair's messages, zero-copy ones first, to the output.
+  void finish() {
     close();
     for (Message &message : zeroCopy)
       out.push_back(std::move(message));
     for (Message &message : packed)
       out.push_back(std::move(message));
+    zeroCopy.clear();
+    packed.clear();
   }
 
 private:
@@ -183,37 +307,41 @@ private:
   }
 
   const Plan &plan;
+  GroupBoxes boxes;
   int64_t bucket;
+  std::vector<Message> &out;
   Message open;
   std::vector<Message> zeroCopy, packed;
 };
 } // namespace
 
+/// Fewer than one byte per message means nothing; it counts as one.
+static int64_t bucketOf(const FuseOptions &options) {
+  return std::max<int64_t>(options.bucketBytes, 1);
+}
+
+/// The messages of `plan`, none of whose slices is larger than `bucket`.
+static std::vector<Message> packMessages(const Plan &plan, int64_t bucket) {
+  std::vector<PairSlice> slices = remoteSlicesByPair(plan);
+  std::vector<Message> messages;
+  Packer packer(plan, bucket, messages);
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const PairSlice &entry = slices[i];
+    if (i == 0 || !entry.samePair(slices[i - 1]))
+      packer.start(entry.round, entry.sender, entry.receiver);
+    packer.add(entry);
+    if (i + 1 == slices.size() || !entry.samePair(slices[i + 1]))
+      packer.finish();
+  }
+  return messages;
+}
+
 FuseStats plan::fuse(Plan &plan, const FuseOptions &options) {
-  // Fewer than one byte per message means nothing; treat it as one.
-  int64_t bucket = std::max<int64_t>(options.bucketBytes, 1);
+  int64_t bucket = bucketOf(options);
   FuseStats stats;
   for (TransferGroup &group : plan.groups)
     stats.splitSlices += splitLargeSlices(plan, group, bucket);
-
-  using PairKey = std::tuple<int32_t, int64_t, int64_t>;
-  std::map<PairKey, std::vector<std::pair<int32_t, int32_t>>> byPair;
-  for (size_t g = 0; g < plan.groups.size(); ++g) {
-    const std::vector<Slice> &slices = plan.groups[g].slices;
-    for (size_t s = 0; s < slices.size(); ++s)
-      if (!slices[s].isLocalCopy())
-        byPair[{slices[s].round, slices[s].sender, slices[s].receiver}]
-            .emplace_back(g, s);
-  }
-
-  plan.messages.clear();
-  for (const auto &[key, slices] : byPair) {
-    auto [round, sender, receiver] = key;
-    Packer packer(plan, bucket, round, sender, receiver);
-    for (auto [g, s] : slices)
-      packer.add(g, s);
-    packer.finish(plan.messages);
-  }
+  plan.messages = packMessages(plan, bucket);
   // Steps are schedule()'s to assign again.
   plan.numSteps = 0;
   stats.messages = static_cast<int64_t>(plan.messages.size());
@@ -221,4 +349,23 @@ FuseStats plan::fuse(Plan &plan, const FuseOptions &options) {
       std::count_if(plan.messages.begin(), plan.messages.end(),
                     [](const Message &message) { return message.zeroCopy; });
   return stats;
+}
+
+std::vector<Message> plan::fusedMessages(const Plan &plan,
+                                         const FuseOptions &options) {
+  int64_t bucket = bucketOf(options);
+  bool splits = std::any_of(
+      plan.groups.begin(), plan.groups.end(), [&](const TransferGroup &group) {
+        return std::any_of(
+            group.slices.begin(), group.slices.end(),
+            [&](const Slice &slice) {
+              return isLarge(plan, group, slice, bucket);
+            });
+      });
+  // Only splitting changes the plan, so only then is a copy needed.
+  if (!splits)
+    return packMessages(plan, bucket);
+  Plan split = plan;
+  fuse(split, options);
+  return std::move(split.messages);
 }

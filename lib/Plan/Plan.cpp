@@ -31,32 +31,20 @@ std::vector<int64_t> placementDims(const std::vector<Placement> &placements) {
   return dims;
 }
 
-/// The box that `rank` holds in `layout`, or an empty box when the rank is
-/// not on the layout's mesh or the layout is invalid (which only a plan
-/// read from malformed IR has; localBox must not see it).
-Box holdingBox(const Plan &plan, const TransferGroup &group,
-               const PlanLayout &layout, int64_t rank) {
-  // A rank-0 box always holds its one element, so "nothing" needs a
-  // dimension to be empty in.
-  size_t emptyRank = std::max<size_t>(group.shape.size(), 1);
-  Box empty{std::vector<int64_t>(emptyRank, 0),
-            std::vector<int64_t>(emptyRank, 0)};
+/// Whether localBox may be asked about `layout`: only a plan read from
+/// malformed IR has an invalid one.
+bool isValidLayout(const Plan &plan, const TransferGroup &group,
+                   const PlanLayout &layout) {
   if (layout.mesh < 0 ||
       layout.mesh >= static_cast<int32_t>(plan.meshes.size()))
-    return empty;
+    return false;
   const Mesh &mesh = plan.meshes[layout.mesh];
-  int64_t tensorRank = static_cast<int64_t>(group.shape.size());
-  if (!checkMesh(mesh.shape, mesh.ranks).empty() ||
-      !checkTensorShape(group.shape).empty() ||
-      !checkPlacements(layout.placements,
-                       static_cast<int64_t>(mesh.shape.size()), tensorRank)
-           .empty())
-    return empty;
-  auto it = std::find(mesh.ranks.begin(), mesh.ranks.end(), rank);
-  if (it == mesh.ranks.end())
-    return empty;
-  return localBox(group.shape, mesh, layout.placements,
-                  it - mesh.ranks.begin());
+  return checkMesh(mesh.shape, mesh.ranks).empty() &&
+         checkTensorShape(group.shape).empty() &&
+         checkPlacements(layout.placements,
+                         static_cast<int64_t>(mesh.shape.size()),
+                         static_cast<int64_t>(group.shape.size()))
+             .empty();
 }
 
 } // namespace
@@ -122,21 +110,63 @@ int64_t m2n::plan::sliceBytes(const TransferGroup &group, const Slice &slice) {
 }
 
 bool m2n::plan::sliceLess(const Slice &a, const Slice &b) {
-  return std::tie(a.round, a.receiver, a.sender, a.box.offsets, a.origin,
-                  a.box.sizes) < std::tie(b.round, b.receiver, b.sender,
-                                          b.box.offsets, b.origin, b.box.sizes);
+  // Spelled out rather than with std::tie, which would compare each box
+  // dimension list twice (a < b, then b < a).
+  if (a.round != b.round)
+    return a.round < b.round;
+  if (a.receiver != b.receiver)
+    return a.receiver < b.receiver;
+  if (a.sender != b.sender)
+    return a.sender < b.sender;
+  if (a.box.offsets != b.box.offsets)
+    return a.box.offsets < b.box.offsets;
+  if (a.origin != b.origin)
+    return a.origin < b.origin;
+  return a.box.sizes < b.box.sizes;
 }
 
 void m2n::plan::sortSlices(std::vector<Slice> &slices) {
-  std::sort(slices.begin(), slices.end(), sliceLess);
+  // A lambda, unlike a function pointer, lets the comparison inline.
+  auto less = [](const Slice &a, const Slice &b) { return sliceLess(a, b); };
+  // Passes mostly hand over slices that are already in order. The order is
+  // total, so any sort gives the same result and skipping one changes
+  // nothing.
+  if (!std::is_sorted(slices.begin(), slices.end(), less))
+    std::sort(slices.begin(), slices.end(), less);
 }
 
 Box m2n::plan::sourceBox(const Plan &plan, const TransferGroup &group,
                          int64_t rank) {
-  return holdingBox(plan, group, group.src, rank);
+  return HeldBoxes(plan, group, group.src).of(rank);
 }
 
 Box m2n::plan::destinationBox(const Plan &plan, const TransferGroup &group,
                               int64_t rank) {
-  return holdingBox(plan, group, group.dst, rank);
+  return HeldBoxes(plan, group, group.dst).of(rank);
+}
+
+HeldBoxes::HeldBoxes(const Plan &plan, const TransferGroup &group,
+                     const PlanLayout &layout) {
+  // A rank-0 box always holds its one element, so "nothing" needs a
+  // dimension to be empty in. (A shape of more dimensions than a box can
+  // have is invalid, and so is its layout.)
+  size_t emptyRank = std::clamp<size_t>(group.shape.size(), 1, kMaxTensorRank);
+  nothing = Box{Dims(emptyRank, 0), Dims(emptyRank, 0)};
+  if (!isValidLayout(plan, group, layout))
+    return;
+  const Mesh &mesh = plan.meshes[layout.mesh];
+  std::vector<Box> local = localBoxes(group.shape, mesh, layout.placements);
+  boxes.reserve(local.size());
+  for (size_t i = 0; i < local.size(); ++i)
+    boxes.emplace_back(mesh.ranks[i], local[i]);
+  // A valid mesh's ranks are distinct, so the order is by rank alone.
+  std::sort(boxes.begin(), boxes.end(),
+            [](const auto &a, const auto &b) { return a.first < b.first; });
+}
+
+const Box &HeldBoxes::of(int64_t rank) const {
+  auto it = std::lower_bound(boxes.begin(), boxes.end(), rank,
+                             [](const std::pair<int64_t, Box> &entry,
+                                int64_t r) { return entry.first < r; });
+  return it != boxes.end() && it->first == rank ? it->second : nothing;
 }

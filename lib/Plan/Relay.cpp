@@ -30,9 +30,11 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 using namespace m2n;
@@ -49,8 +51,7 @@ struct LayoutBoxes {
               const PlanLayout &layout) {
     const Mesh &mesh = plan.meshes[layout.mesh];
     std::vector<Box> all = localBoxes(group.shape, mesh, layout.placements);
-    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, size_t>
-        index;
+    std::map<std::pair<Dims, Dims>, size_t> index;
     for (size_t i = 0; i < all.size(); ++i) {
       auto [it, inserted] = index.try_emplace(
           std::make_pair(all[i].offsets, all[i].sizes), boxes.size());
@@ -90,7 +91,9 @@ struct Tree {
   int64_t root = 0;
   std::vector<int64_t> order;
   int64_t fanOut = 1;
-  std::vector<Box> chunks;
+  /// The region goes as chunkBox(box, chunks), which makes numChunks pieces.
+  int64_t chunks = 1;
+  int64_t numChunks = 1;
   /// Per receiver in `order`, its distance from the root in hops.
   std::vector<int32_t> depth;
   int32_t rounds = 0;
@@ -175,8 +178,10 @@ static void findRegions(const Plan &plan, int32_t g,
       }))
     return;
   LayoutBoxes src(plan, group, group.src), dst(plan, group, group.dst);
-  // By (destination box, source box): the slices of that region.
-  std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> byRegion;
+  // Per (destination box, source box), the slices of that region.
+  llvm::DenseMap<std::pair<int64_t, int64_t>, size_t> regionOf;
+  std::vector<std::pair<int64_t, int64_t>> keys;
+  std::vector<std::vector<size_t>> slicesOf;
   for (size_t i = 0; i < group.slices.size(); ++i) {
     const Slice &slice = group.slices[i];
     int64_t from = src.find(slice.sender), to = dst.find(slice.receiver);
@@ -185,9 +190,21 @@ static void findRegions(const Plan &plan, int32_t g,
     if (slice.isLocalCopy() || from < 0 || to < 0 ||
         src.find(slice.receiver) == from)
       continue;
-    byRegion[{to, from}].push_back(i);
+    auto [it, inserted] = regionOf.try_emplace({to, from}, keys.size());
+    if (inserted) {
+      keys.emplace_back(to, from);
+      slicesOf.emplace_back();
+    }
+    slicesOf[it->second].push_back(i);
   }
-  for (auto &[key, slices] : byRegion) {
+  // Regions go in order of their keys: the order of discovery breaks ties
+  // between equal savings later.
+  std::vector<size_t> byKey(keys.size());
+  std::iota(byKey.begin(), byKey.end(), 0);
+  llvm::sort(byKey, [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  for (size_t k : byKey) {
+    const std::pair<int64_t, int64_t> &key = keys[k];
+    std::vector<size_t> &slices = slicesOf[k];
     Region region;
     region.group = g;
     region.box = intersect(dst.boxes[key.first], src.boxes[key.second]);
@@ -236,6 +253,17 @@ static int64_t chunkableExtent(const Box &box) {
   return dim == box.sizes.end() ? 1 : *dim;
 }
 
+/// How many pieces chunkBox(box, count) makes, without making them: with
+/// c = ceil(n / count), torch.chunk's pieces of n are non-empty while they
+/// start below n, which ceil(n / c) of them do.
+static int64_t numChunks(const Box &box, int64_t count) {
+  int64_t n = chunkableExtent(box);
+  if (n == 1)
+    return 1;
+  int64_t c = n / count + (n % count != 0);
+  return n / c + (n % c != 0);
+}
+
 /// The holder that is least busy once it sends the region to its nearest
 /// receiver; the lowest rank among equals.
 static int64_t chooseRoot(const Region &region, const Loads &loads,
@@ -268,6 +296,39 @@ static std::vector<int64_t> receiverOrder(const Region &region, int64_t root,
   return order;
 }
 
+namespace {
+/// What the candidate trees of one region share: the root, the receivers in
+/// tree order, and the ranks whose load decides between the trees (ascending),
+/// with the root's and each receiver's index among those.
+struct TreeBasis {
+  int64_t root = 0;
+  std::vector<int64_t> order;
+  std::vector<int64_t> involved;
+  size_t rootSlot = 0;
+  std::vector<size_t> orderSlots;
+
+  TreeBasis(const Region &region, const TransferGroup &group, int64_t root,
+            const CostModel &model)
+      : root(root), order(receiverOrder(region, root, model)),
+        involved(region.receivers) {
+    involved.push_back(root);
+    for (size_t i : region.slices)
+      involved.push_back(group.slices[i].sender);
+    llvm::sort(involved);
+    involved.erase(llvm::unique(involved), involved.end());
+    rootSlot = slotOf(root);
+    orderSlots.reserve(order.size());
+    for (int64_t receiver : order)
+      orderSlots.push_back(slotOf(receiver));
+  }
+
+  /// The index of `rank`, one of `involved`, in it.
+  size_t slotOf(int64_t rank) const {
+    return llvm::lower_bound(involved, rank) - involved.begin();
+  }
+};
+} // namespace
+
 /// The number of chunks: as the options ask, or else the count that
 /// minimizes (chunks + depth - 1) * (latency * fanOut + busy / chunks), the
 /// time of a pipeline whose busiest rank has `busy` seconds of work; always
@@ -292,17 +353,16 @@ static int64_t chooseChunks(const Region &region, const RelayOptions &options,
 
 /// The relay of `region` along an f-ary tree of fan-out `fanOut`, with the
 /// busiest involved rank's estimated seconds, or nullopt when its depth
-/// leaves no room within maxRounds.
-static std::optional<Tree> planTree(const Region &region, int64_t fanOut,
-                                    int64_t root, const Loads &loads,
-                                    const CostModel &model,
-                                    const RelayOptions &options,
-                                    llvm::ArrayRef<int64_t> involved) {
+/// leaves no room within maxRounds. The tree's order is left to the caller,
+/// as it is the basis's for every fan-out.
+static std::optional<Tree> planTree(const Region &region,
+                                    const TreeBasis &basis, int64_t fanOut,
+                                    const Loads &loads, const CostModel &model,
+                                    const RelayOptions &options) {
   Tree tree;
-  tree.root = root;
-  tree.order = receiverOrder(region, root, model);
+  tree.root = basis.root;
   tree.fanOut = fanOut;
-  size_t count = tree.order.size();
+  size_t count = basis.order.size();
   tree.depth.resize(count);
   for (size_t i = 0; i < count; ++i)
     tree.depth[i] = i == 0 ? 1 : tree.depth[(i - 1) / fanOut] + 1;
@@ -310,19 +370,21 @@ static std::optional<Tree> planTree(const Region &region, int64_t fanOut,
   if (depth > options.maxRounds)
     return std::nullopt;
 
-  // The region's own busy seconds per rank, before pipelining.
-  llvm::DenseMap<int64_t, std::pair<double, double>> own;
+  // The region's own busy seconds (send, receive) per involved rank, before
+  // pipelining.
+  std::vector<std::pair<double, double>> own(basis.involved.size());
   for (size_t i = 0; i < count; ++i) {
-    int64_t from = tree.parent(i), to = tree.order[i];
-    double seconds =
-        static_cast<double>(region.bytes) / model.bandwidth(from, to);
+    size_t from = i == 0 ? basis.rootSlot : basis.orderSlots[(i - 1) / fanOut];
+    double seconds = static_cast<double>(region.bytes) /
+                     model.bandwidth(basis.involved[from], basis.order[i]);
     own[from].first += seconds;
-    own[to].second += seconds;
+    own[basis.orderSlots[i]].second += seconds;
   }
   auto busiest = [&](double stretch, bool others) {
     double seconds = 0;
-    for (int64_t rank : involved) {
-      auto [send, receive] = own.lookup(rank);
+    for (size_t slot = 0; slot < own.size(); ++slot) {
+      int64_t rank = basis.involved[slot];
+      auto [send, receive] = own[slot];
       double sendBefore = others ? loads.send[rank] : 0;
       double receiveBefore = others ? loads.receive[rank] : 0;
       seconds = std::max({seconds, sendBefore + send * stretch,
@@ -333,12 +395,11 @@ static std::optional<Tree> planTree(const Region &region, int64_t fanOut,
 
   // Chunks fused with other traffic cost no latency of their own, so the
   // count follows the ranks' whole load.
-  int64_t chunks = chooseChunks(region, options, model, depth, fanOut,
-                                busiest(1, /*others=*/true));
-  tree.chunks = chunkBox(region.box, chunks);
-  int64_t actual = static_cast<int64_t>(tree.chunks.size());
-  tree.rounds = static_cast<int32_t>(actual + depth - 1);
-  double stretch = static_cast<double>(tree.rounds) / actual;
+  tree.chunks = chooseChunks(region, options, model, depth, fanOut,
+                             busiest(1, /*others=*/true));
+  tree.numChunks = numChunks(region.box, tree.chunks);
+  tree.rounds = static_cast<int32_t>(tree.numChunks + depth - 1);
+  double stretch = static_cast<double>(tree.rounds) / tree.numChunks;
   double latency = model.getTopology().latencySeconds * fanOut * tree.rounds;
   tree.ownSeconds = busiest(stretch, /*others=*/false) + latency;
   tree.seconds = busiest(stretch, /*others=*/true) + latency;
@@ -361,19 +422,12 @@ static std::optional<Tree>
 chooseTree(const Region &region, const TransferGroup &group, const Loads &loads,
            const CostModel &model, const RelayOptions &options,
            double directSeconds) {
-  int64_t root = chooseRoot(region, loads, model);
-  std::vector<int64_t> involved = region.receivers;
-  involved.push_back(root);
-  for (size_t i : region.slices)
-    involved.push_back(group.slices[i].sender);
-  llvm::sort(involved);
-  involved.erase(llvm::unique(involved), involved.end());
-
+  TreeBasis basis(region, group, chooseRoot(region, loads, model), model);
   std::optional<Tree> best;
   for (int64_t fanOut :
        fanOuts(static_cast<int64_t>(region.receivers.size()))) {
     std::optional<Tree> tree =
-        planTree(region, fanOut, root, loads, model, options, involved);
+        planTree(region, basis, fanOut, loads, model, options);
     // The shape is chosen on the region's own traffic: the other loads on
     // its ranks, the root's above all, may be regions still to be relayed,
     // and would favor shapes that spare the root at the receivers' cost.
@@ -382,6 +436,7 @@ chooseTree(const Region &region, const TransferGroup &group, const Loads &loads,
   }
   if (!best || best->seconds >= directSeconds)
     return std::nullopt;
+  best->order = std::move(basis.order);
   return best;
 }
 
@@ -390,15 +445,18 @@ chooseTree(const Region &region, const TransferGroup &group, const Loads &loads,
 //===----------------------------------------------------------------------===//
 
 /// The slices that carry `region` along `tree`.
-static void addTreeSlices(const Tree &tree, std::vector<Slice> &out) {
+static void addTreeSlices(const Region &region, const Tree &tree,
+                          std::vector<Slice> &out) {
+  std::vector<Box> chunks = chunkBox(region.box, tree.chunks);
+  assert(static_cast<int64_t>(chunks.size()) == tree.numChunks);
   for (size_t i = 0; i < tree.order.size(); ++i) {
-    for (size_t c = 0; c < tree.chunks.size(); ++c) {
+    for (size_t c = 0; c < chunks.size(); ++c) {
       Slice slice;
       slice.sender = tree.parent(i);
       slice.receiver = tree.order[i];
       slice.origin = i == 0 ? Origin::Source : Origin::Destination;
       slice.round = static_cast<int32_t>(c) + tree.depth[i] - 1;
-      slice.box = tree.chunks[c];
+      slice.box = chunks[c];
       out.push_back(std::move(slice));
     }
   }
@@ -408,9 +466,8 @@ static void addTreeSlices(const Tree &tree, std::vector<Slice> &out) {
 /// send it: an unfused plan's cost counts a latency per slice and member,
 /// which would weigh chunked relays far beyond what they cost.
 static double fusedSeconds(const Plan &plan, const CostModel &model) {
-  Plan fused = plan;
-  fuse(fused, FuseOptions{model.defaultBucketBytes()});
-  return model.cost(fused).predictedSeconds;
+  return model.predictedSeconds(
+      fusedMessages(plan, FuseOptions{model.defaultBucketBytes()}));
 }
 
 static int32_t roundsUsed(const Plan &plan) {
@@ -466,14 +523,14 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
         addDirect(1);
         continue;
       }
-      double stretch = static_cast<double>(tree->rounds) / tree->chunks.size();
+      double stretch = static_cast<double>(tree->rounds) / tree->numChunks;
       for (size_t i = 0; i < tree->order.size(); ++i)
         loads.add(model, tree->parent(i), tree->order[i], region.bytes,
                   stretch);
       replaced[region.group].resize(group.slices.size());
       for (size_t i : region.slices)
         replaced[region.group][i] = true;
-      addTreeSlices(*tree, added[region.group]);
+      addTreeSlices(region, *tree, added[region.group]);
       ++stats.relayedRegions;
       stats.sourceSendsSaved +=
           static_cast<int64_t>(region.receivers.size()) - 1;
@@ -488,7 +545,7 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
         if (!replaced[g][i])
           kept.push_back(std::move(slices[i]));
       llvm::append_range(kept, added[g]);
-      llvm::stable_sort(kept, sliceLess);
+      sortSlices(kept);
       slices = std::move(kept);
     }
     if (stats.relayedRegions > 0) {

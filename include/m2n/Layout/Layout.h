@@ -138,7 +138,12 @@ struct Box {
 
   int64_t rank() const { return static_cast<int64_t>(sizes.size()); }
   /// Number of elements (0 for an empty box, 1 for a rank-0 box).
-  int64_t volume() const;
+  int64_t volume() const {
+    int64_t result = 1;
+    for (int64_t size : sizes)
+      result *= size;
+    return result;
+  }
   bool empty() const { return volume() == 0; }
   bool operator==(const Box &other) const {
     return offsets == other.offsets && sizes == other.sizes;

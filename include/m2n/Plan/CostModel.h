@@ -77,6 +77,10 @@ public:
   /// The cost of a plan. Unfused plans are costed as if every remote slice
   /// of every member were its own message in the step of its round.
   PlanCost cost(const Plan &plan) const;
+  /// cost(plan).predictedSeconds of a plan whose messages are `messages`
+  /// (once fused, a plan's time depends on its messages alone), without
+  /// the rest of the cost.
+  double predictedSeconds(const std::vector<Message> &messages) const;
 
 private:
   Topology topology;

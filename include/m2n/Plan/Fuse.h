@@ -29,6 +29,13 @@ struct FuseStats {
 /// assigns the real steps. Replaces any messages the plan had.
 FuseStats fuse(Plan &plan, const FuseOptions &options);
 
+/// The messages that fuse() would give `plan`, leaving `plan` as it is: for
+/// estimates that need the fused plan's messages but not the plan itself.
+/// Where fuse() would split slices, the messages' parts name the slices of
+/// the split plan.
+std::vector<Message> fusedMessages(const Plan &plan,
+                                   const FuseOptions &options);
+
 } // namespace m2n::plan
 
 #endif // M2N_PLAN_FUSE_H

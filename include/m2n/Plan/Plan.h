@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace m2n::plan {
@@ -145,9 +146,27 @@ void sortSlices(std::vector<Slice> &slices);
 /// destination layout; an empty box when the rank is not on that mesh (for a
 /// rank-0 tensor, whose boxes have no dimension to be empty in, the rank-1
 /// box [0:0]). Linear in the mesh's size: passes that ask for many ranks
-/// should compute localBoxes once instead.
+/// should use HeldBoxes instead.
 Box sourceBox(const Plan &plan, const TransferGroup &group, int64_t rank);
 Box destinationBox(const Plan &plan, const TransferGroup &group, int64_t rank);
+
+/// What sourceBox or destinationBox say for every rank, for one layout of a
+/// group: the layout is checked and the boxes computed once, and each rank
+/// then costs a binary search.
+class HeldBoxes {
+public:
+  HeldBoxes(const Plan &plan, const TransferGroup &group,
+            const PlanLayout &layout);
+
+  /// The box `rank` holds.
+  const Box &of(int64_t rank) const;
+
+private:
+  /// What a rank off the mesh, or any rank of an invalid layout, holds.
+  Box nothing;
+  /// (rank, its box), sorted by rank.
+  std::vector<std::pair<int64_t, Box>> boxes;
+};
 
 } // namespace m2n::plan
 

@@ -61,9 +61,10 @@ static LayoutAttr buildLayout(MLIRContext *context, const plan::Plan &plan,
       placements);
 }
 
-static DenseI64ArrayAttr buildSliceTable(MLIRContext *context,
-                                         const plan::TransferGroup &group) {
-  SmallVector<int64_t> table;
+/// The rows of `group`'s slices, as `m2n.transfers` stores them.
+static void fillSliceTable(const plan::TransferGroup &group,
+                           SmallVectorImpl<int64_t> &table) {
+  table.clear();
   table.reserve(group.slices.size() *
                 TransfersOp::rowWidth(group.shape.size()));
   for (const plan::Slice &slice : group.slices) {
@@ -72,6 +73,12 @@ static DenseI64ArrayAttr buildSliceTable(MLIRContext *context,
     table.append(slice.box.offsets.begin(), slice.box.offsets.end());
     table.append(slice.box.sizes.begin(), slice.box.sizes.end());
   }
+}
+
+static DenseI64ArrayAttr buildSliceTable(MLIRContext *context,
+                                         const plan::TransferGroup &group) {
+  SmallVector<int64_t> table;
+  fillSliceTable(group, table);
   return DenseI64ArrayAttr::get(context, table);
 }
 
@@ -201,24 +208,106 @@ FailureOr<plan::Plan> readPlan(RefitOp refit) {
   return result;
 }
 
-void writePlan(RefitOp refit, const plan::Plan &plan) {
-  MLIRContext *context = refit.getContext();
-  for (auto [transfers, group] :
-       llvm::zip(refit.getBody().getOps<TransfersOp>(), plan.groups))
-    transfers.setSlicesAttr(buildSliceTable(context, group));
+//===----------------------------------------------------------------------===//
+// Writing a plan back
+//===----------------------------------------------------------------------===//
 
-  for (MessageOp op :
-       llvm::make_early_inc_range(refit.getBody().getOps<MessageOp>()))
-    op.erase();
-  OpBuilder builder = OpBuilder::atBlockEnd(&refit.getBody().front());
-  for (const plan::Message &message : plan.messages) {
-    SmallVector<int64_t> parts;
-    for (const plan::MessagePart &part : message.parts)
-      parts.append({part.group, part.slice, part.memberBegin, part.memberEnd});
-    MessageOp::create(builder, refit.getLoc(), message.step, message.sender,
-                      message.receiver, message.bytes, message.zeroCopy,
-                      parts);
+/// Most passes leave most of the plan as they found it, and a slice table
+/// holds hundreds of thousands of values that MLIR would hash and copy again,
+/// so only the tables that changed are replaced.
+static void writeSliceTables(RefitOp refit, const plan::Plan &plan) {
+  MLIRContext *context = refit.getContext();
+  SmallVector<int64_t> table;
+  for (auto [transfers, group] :
+       llvm::zip(refit.getBody().getOps<TransfersOp>(), plan.groups)) {
+    fillSliceTable(group, table);
+    if (ArrayRef<int64_t>(table) != transfers.getSlices())
+      transfers.setSlicesAttr(DenseI64ArrayAttr::get(context, table));
   }
+}
+
+static void fillParts(const plan::Message &message,
+                      SmallVectorImpl<int64_t> &parts) {
+  parts.clear();
+  for (const plan::MessagePart &part : message.parts)
+    parts.append({part.group, part.slice, part.memberBegin, part.memberEnd});
+}
+
+/// Makes `op` what MessageOp::create would make of `message` (whose parts
+/// are `parts`) at `loc`, setting only what differs: setting an attribute
+/// costs a lookup in the context's uniquer.
+static void rewriteMessageOp(MessageOp op, const plan::Message &message,
+                             ArrayRef<int64_t> parts, Location loc) {
+  if (op.getStep() != static_cast<uint64_t>(message.step))
+    op.setStep(message.step);
+  if (op.getSender() != static_cast<uint64_t>(message.sender))
+    op.setSender(message.sender);
+  if (op.getReceiver() != static_cast<uint64_t>(message.receiver))
+    op.setReceiver(message.receiver);
+  if (op.getBytes() != static_cast<uint64_t>(message.bytes))
+    op.setBytes(message.bytes);
+  if (op.getZeroCopy() != message.zeroCopy)
+    op.setZeroCopy(message.zeroCopy);
+  if (op.getParts() != parts)
+    op.setParts(parts);
+  if (op->getLoc() != loc)
+    op->setLoc(loc);
+  if (!op->getDiscardableAttrDictionary().empty())
+    op->setDiscardableAttrs(DictionaryAttr());
+}
+
+/// The refit's messages, when they are the last ops of its body (where
+/// writeMessages puts them); otherwise none, so that writeMessages builds
+/// them all anew.
+static SmallVector<MessageOp> trailingMessageOps(RefitOp refit) {
+  SmallVector<MessageOp> ops;
+  Block &body = refit.getBody().front();
+  for (Operation &op : llvm::reverse(body)) {
+    auto message = dyn_cast<MessageOp>(op);
+    if (!message)
+      break;
+    ops.push_back(message);
+  }
+  std::reverse(ops.begin(), ops.end());
+  if (ops.size() != static_cast<size_t>(
+                        llvm::range_size(refit.getBody().getOps<MessageOp>())))
+    return {};
+  return ops;
+}
+
+/// Leaves the refit with one `m2n.message` per message of the plan, in
+/// order, at the end of its body. The result is the same as erasing the
+/// message ops and creating new ones, but message ops are reused, and left
+/// alone where they already say the same: a plan holds tens of thousands of
+/// messages, most passes change none, and scheduling changes only some of
+/// each one's attributes.
+static void writeMessages(RefitOp refit, ArrayRef<plan::Message> messages) {
+  Location loc = refit.getLoc();
+  SmallVector<MessageOp> ops = trailingMessageOps(refit);
+  if (ops.empty())
+    for (MessageOp op :
+         llvm::make_early_inc_range(refit.getBody().getOps<MessageOp>()))
+      op.erase();
+  size_t reused = std::min(ops.size(), messages.size());
+  for (MessageOp op : llvm::drop_begin(ops, reused))
+    op.erase();
+
+  SmallVector<int64_t> parts;
+  for (size_t i = 0; i < reused; ++i) {
+    fillParts(messages[i], parts);
+    rewriteMessageOp(ops[i], messages[i], parts, loc);
+  }
+  OpBuilder builder = OpBuilder::atBlockEnd(&refit.getBody().front());
+  for (const plan::Message &message : messages.drop_front(reused)) {
+    fillParts(message, parts);
+    MessageOp::create(builder, loc, message.step, message.sender,
+                      message.receiver, message.bytes, message.zeroCopy, parts);
+  }
+}
+
+void writePlan(RefitOp refit, const plan::Plan &plan) {
+  writeSliceTables(refit, plan);
+  writeMessages(refit, plan.messages);
   if (plan.numSteps > 0) {
     refit.setNumSteps(plan.numSteps);
     refit.setStagingBudget(plan.stagingBudget);
