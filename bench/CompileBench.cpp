@@ -17,6 +17,7 @@
 #include "m2n/Plan/CostModel.h"
 #include "m2n/Target/ImportSpec.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <benchmark/benchmark.h>
@@ -33,9 +34,13 @@ mlir::OwningOpRef<mlir::ModuleOp> compile(const spec::RefitSpec &spec,
                                           mlir::MLIRContext &context) {
   mlir::OwningOpRef<mlir::ModuleOp> module =
       importRefitSpec(spec, "bench", &context);
+  // As `m2n compile` runs it: the IR verified once, after the pipeline.
   mlir::PassManager pm(&context);
+  pm.enableVerifier(false);
   buildCompilePipeline(pm, CompilePipelineOptions());
-  if (mlir::failed(pm.run(*module)))
+  if (getenv("M2N_TIMING"))
+    pm.enableTiming();
+  if (mlir::failed(pm.run(*module)) || mlir::failed(mlir::verify(*module)))
     return nullptr;
   return module;
 }

@@ -21,6 +21,8 @@
 
 #include "LayoutIndex.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -92,16 +94,6 @@ RankTable rankTable(const Plan &plan) {
   return RankTable(std::move(ranks));
 }
 
-/// The busiest sender's bytes over all remote slices.
-int64_t maxSendBytes(const Plan &plan, const RankTable &table) {
-  std::vector<int64_t> load(table.size(), 0);
-  for (const TransferGroup &group : plan.groups)
-    for (const Slice &slice : group.slices)
-      if (isRemote(slice))
-        load[table.index(slice.sender)] += memberBytes(group, slice);
-  return load.empty() ? 0 : *std::max_element(load.begin(), load.end());
-}
-
 /// The dimension a region is split along: its largest, the outermost among
 /// equals, which keeps the pieces contiguous as far as the box allows.
 size_t splitDim(const Box &box) {
@@ -112,11 +104,47 @@ size_t splitDim(const Box &box) {
   return best;
 }
 
-/// The regions to balance, and the load of the remote slices that are not
-/// balanced (relays, later rounds, regions without a holder to choose).
+/// The loads of the senders, by dense rank index: what balancing cannot
+/// move, and what they send before balancing.
+struct SendLoads {
+  /// Remote slices that are not balanced: relays, later rounds, regions
+  /// without a holder to choose.
+  std::vector<int64_t> unbalanced;
+  /// Regions with exactly one holder, its sender. Most regions are such
+  /// (sources that are not replicated); they need no choice, but they still
+  /// count in the lower bound as the regions of a one-rank holder set.
+  std::vector<int64_t> soleHolder;
+  /// All remote slices, from their senders before balancing.
+  std::vector<int64_t> before;
+};
+
+/// The one holder that may send a region to `receiver`, or -1 when there
+/// are none or several.
+int64_t soleHolder(llvm::ArrayRef<int64_t> holders, int64_t receiver) {
+  int64_t sole = -1;
+  for (int64_t holder : holders) {
+    if (holder == receiver)
+      continue;
+    if (sole >= 0)
+      return -1;
+    sole = holder;
+  }
+  return sole;
+}
+
+/// The source box that contains the non-empty `slice`: most often its
+/// sender's own, which is tried before a search; -1 when none does.
+int32_t containingBox(const LayoutIndex &src, const Slice &slice) {
+  int32_t own = src.boxOf(slice.sender);
+  if (own >= 0 && contains(src.box(own), slice.box))
+    return own;
+  return src.findContaining(slice.box);
+}
+
+/// The regions to balance, and the senders' loads.
 std::vector<Region> collectRegions(const Plan &plan, const RankTable &table,
                                    const BalanceOptions &options,
-                                   std::vector<int64_t> &fixedLoad) {
+                                   SendLoads &loads) {
   std::vector<Region> regions;
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     const TransferGroup &group = plan.groups[g];
@@ -126,19 +154,24 @@ std::vector<Region> collectRegions(const Plan &plan, const RankTable &table,
       if (!isRemote(slice))
         continue;
       int64_t weight = memberBytes(group, slice);
-      int32_t id =
-          isBalanced(group, slice) ? src.findContaining(slice.box) : -1;
-      Region region;
-      if (id >= 0) {
-        // The receiver is never among them: it would have a local copy.
-        for (int64_t holder : src.holders(id))
-          if (holder != slice.receiver)
-            region.holders.push_back(table.index(holder));
-      }
-      if (region.holders.empty()) {
-        fixedLoad[table.index(slice.sender)] += weight;
+      int32_t sender = table.index(slice.sender);
+      loads.before[sender] += weight;
+      int32_t id = isBalanced(group, slice) ? containingBox(src, slice) : -1;
+      llvm::ArrayRef<int64_t> holders =
+          id >= 0 ? src.holders(id) : llvm::ArrayRef<int64_t>();
+      if (holders.empty()) {
+        loads.unbalanced[sender] += weight;
         continue;
       }
+      if (soleHolder(holders, slice.receiver) == slice.sender) {
+        loads.soleHolder[sender] += weight;
+        continue;
+      }
+      Region region;
+      // The receiver is never among them: it would have a local copy.
+      for (int64_t holder : holders)
+        if (holder != slice.receiver)
+          region.holders.push_back(table.index(holder));
       region.group = static_cast<int32_t>(g);
       region.slice = static_cast<int32_t>(i);
       region.weight = weight;
@@ -157,12 +190,19 @@ int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 /// The lower bound described at the top of this file.
 int64_t idealMaxSendBytes(const std::vector<Region> &regions,
-                          const std::vector<int64_t> &fixedLoad) {
+                          const SendLoads &fixed) {
+  const std::vector<int64_t> &fixedLoad = fixed.unbalanced;
   int64_t bound = fixedLoad.empty()
                       ? 0
                       : *std::max_element(fixedLoad.begin(), fixedLoad.end());
   std::map<std::vector<int32_t>, int64_t> weightOfSet;
   std::vector<int32_t> all;
+  for (size_t rank = 0; rank < fixed.soleHolder.size(); ++rank) {
+    if (fixed.soleHolder[rank] == 0)
+      continue;
+    weightOfSet[{static_cast<int32_t>(rank)}] += fixed.soleHolder[rank];
+    all.push_back(static_cast<int32_t>(rank));
+  }
   for (const Region &region : regions) {
     std::vector<int32_t> set = region.holders;
     std::sort(set.begin(), set.end());
@@ -201,6 +241,8 @@ public:
   }
 
   std::vector<Piece> place(const Region &region);
+  /// The busiest sender's bytes, with the regions placed so far.
+  int64_t maxLoad() const { return currentMax; }
 
 private:
   /// The holders by increasing load, then mesh order.
@@ -279,34 +321,58 @@ std::vector<Piece> Balancer::place(const Region &region) {
   return pieces;
 }
 
-/// Rewrites the balanced slices with their pieces' senders and boxes.
+/// Whether `pieces` leave `slice` as it is: one piece, from its sender.
+bool keepsSlice(const Slice &slice, const RankTable &table,
+                const std::vector<Piece> &pieces) {
+  return pieces.size() == 1 && table.rank(pieces[0].sender) == slice.sender &&
+         pieces[0].box == slice.box;
+}
+
+/// `slices` with the balanced ones replaced by their pieces.
+std::vector<Slice>
+withPieces(const std::vector<Slice> &slices, const RankTable &table,
+           const std::vector<const std::vector<Piece> *> &piecesOf) {
+  std::vector<Slice> result;
+  result.reserve(slices.size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    if (!piecesOf[i]) {
+      result.push_back(slices[i]);
+      continue;
+    }
+    for (const Piece &piece : *piecesOf[i]) {
+      Slice &part = result.emplace_back(slices[i]);
+      part.sender = table.rank(piece.sender);
+      part.box = piece.box;
+    }
+  }
+  return result;
+}
+
+/// Rewrites the balanced slices with their pieces' senders and boxes. A
+/// group whose regions all keep their sender and box is only sorted, as a
+/// rewritten one is.
 void applyPieces(Plan &plan, const RankTable &table,
                  const std::vector<Region> &regions,
                  const std::vector<std::vector<Piece>> &pieces) {
   std::vector<std::vector<const std::vector<Piece> *>> piecesOf(
       plan.groups.size());
-  for (size_t g = 0; g < plan.groups.size(); ++g)
-    piecesOf[g].assign(plan.groups[g].slices.size(), nullptr);
-  for (size_t r = 0; r < regions.size(); ++r)
-    piecesOf[regions[r].group][regions[r].slice] = &pieces[r];
-
+  std::vector<bool> changed(plan.groups.size(), false);
+  for (size_t r = 0; r < regions.size(); ++r) {
+    const Region &region = regions[r];
+    const std::vector<Slice> &slices = plan.groups[region.group].slices;
+    if (keepsSlice(slices[region.slice], table, pieces[r]))
+      continue;
+    std::vector<const std::vector<Piece> *> &of = piecesOf[region.group];
+    if (of.empty())
+      of.assign(slices.size(), nullptr);
+    of[region.slice] = &pieces[r];
+    changed[region.group] = true;
+  }
   for (size_t g = 0; g < plan.groups.size(); ++g) {
-    std::vector<Slice> slices;
-    for (size_t i = 0; i < plan.groups[g].slices.size(); ++i) {
-      const Slice &slice = plan.groups[g].slices[i];
-      if (!piecesOf[g][i]) {
-        slices.push_back(slice);
-        continue;
-      }
-      for (const Piece &piece : *piecesOf[g][i]) {
-        Slice part = slice;
-        part.sender = table.rank(piece.sender);
-        part.box = piece.box;
-        slices.push_back(std::move(part));
-      }
-    }
+    std::vector<Slice> &slices = plan.groups[g].slices;
+    if (changed[g])
+      slices = withPieces(slices, table, piecesOf[g]);
     sortSlices(slices);
-    plan.groups[g].slices = std::move(slices);
   }
 }
 
@@ -315,11 +381,15 @@ void applyPieces(Plan &plan, const RankTable &table,
 BalanceStats m2n::plan::balance(Plan &plan, const BalanceOptions &options) {
   BalanceStats stats;
   RankTable table = rankTable(plan);
-  stats.maxSendBytesBefore = maxSendBytes(plan, table);
-
-  std::vector<int64_t> fixedLoad(table.size(), 0);
-  std::vector<Region> regions = collectRegions(plan, table, options, fixedLoad);
-  stats.idealMaxSendBytes = idealMaxSendBytes(regions, fixedLoad);
+  std::vector<int64_t> zeros(table.size(), 0);
+  SendLoads loads{zeros, zeros, zeros};
+  std::vector<Region> regions = collectRegions(plan, table, options, loads);
+  stats.maxSendBytesBefore =
+      zeros.empty() ? 0 : *llvm::max_element(loads.before);
+  stats.idealMaxSendBytes = idealMaxSendBytes(regions, loads);
+  std::vector<int64_t> fixedLoad = loads.unbalanced;
+  for (size_t rank = 0; rank < fixedLoad.size(); ++rank)
+    fixedLoad[rank] += loads.soleHolder[rank];
 
   // Largest first; ties in plan order, so that the result is deterministic.
   std::vector<size_t> order(regions.size());
@@ -336,6 +406,6 @@ BalanceStats m2n::plan::balance(Plan &plan, const BalanceOptions &options) {
     stats.splitRegions += pieces[r].size() > 1;
   }
   applyPieces(plan, table, regions, pieces);
-  stats.maxSendBytesAfter = maxSendBytes(plan, table);
+  stats.maxSendBytesAfter = balancer.maxLoad();
   return stats;
 }

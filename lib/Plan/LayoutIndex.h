@@ -16,6 +16,7 @@
 #include "m2n/Plan/Plan.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -63,6 +64,8 @@ public:
 private:
   /// Whether `region` has `rank` dimensions, each of positive size.
   static bool isProperRegion(const Box &region, size_t rank);
+  /// Fills directIndex or indexOfRank.
+  void indexRanks();
   /// The mesh index of `rank`, or -1.
   int64_t meshIndexOf(int64_t rank) const;
   /// The id of the box made of interval `cell[d]` in each dimension d.
@@ -73,7 +76,12 @@ private:
   std::vector<std::vector<int64_t>> holderLists;
   std::vector<int64_t> ranks;
   std::vector<int32_t> boxOfIndex;
-  /// (rank, mesh index), sorted by rank.
+  /// The mesh index of ranks firstRank, firstRank + 1, ... (-1 for ranks
+  /// not on the mesh): meshes number their ranks nearly densely, and passes
+  /// look ranks up once per slice. Empty when the ranks are too sparse;
+  /// indexOfRank then holds (rank, mesh index), sorted by rank.
+  int64_t firstRank = 0;
+  std::vector<int32_t> directIndex;
   std::vector<std::pair<int64_t, int64_t>> indexOfRank;
   /// Per dimension, the partition's interval starts and ends, ascending.
   std::vector<std::vector<int64_t>> starts, ends;
@@ -87,7 +95,7 @@ void LayoutIndex::forEachIntersecting(const Box &region, Fn fn) const {
   if (boxes.empty() || !isProperRegion(region, rank))
     return;
   // The intervals of each dimension that meet the region: a range [lo, hi).
-  std::vector<int64_t> lo(rank), hi(rank);
+  llvm::SmallVector<int64_t, 8> lo(rank), hi(rank);
   for (size_t d = 0; d < rank; ++d) {
     int64_t begin = region.offsets[d];
     int64_t end = begin + region.sizes[d];
@@ -99,7 +107,7 @@ void LayoutIndex::forEachIntersecting(const Box &region, Fn fn) const {
       return;
   }
   // Walk the product of the ranges row-major, which is increasing id order.
-  std::vector<int64_t> cell = lo;
+  llvm::SmallVector<int64_t, 8> cell = lo;
   while (true) {
     int32_t id = boxOfCell(cell);
     if (id >= 0)

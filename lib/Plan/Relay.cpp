@@ -24,8 +24,6 @@
 
 #include "m2n/Plan/Relay.h"
 
-#include "m2n/Plan/Fuse.h"
-
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -462,14 +460,6 @@ static void addTreeSlices(const Region &region, const Tree &tree,
   }
 }
 
-/// The model's time for the plan as fusion with the default bucket would
-/// send it: an unfused plan's cost counts a latency per slice and member,
-/// which would weigh chunked relays far beyond what they cost.
-static double fusedSeconds(const Plan &plan, const CostModel &model) {
-  return model.predictedSeconds(
-      fusedMessages(plan, FuseOptions{model.defaultBucketBytes()}));
-}
-
 static int32_t roundsUsed(const Plan &plan) {
   int32_t rounds = 0;
   for (const TransferGroup &group : plan.groups)
@@ -481,8 +471,6 @@ static int32_t roundsUsed(const Plan &plan) {
 RelayStats plan::relay(Plan &plan, const CostModel &model,
                        const RelayOptions &options) {
   RelayStats stats;
-  stats.secondsBefore = fusedSeconds(plan, model);
-  stats.secondsAfter = stats.secondsBefore;
   // A relay needs a round to reach the first receiver and one to forward.
   if (options.enable && options.maxRounds >= 2) {
     std::vector<Region> regions;
@@ -553,7 +541,6 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
       // apply.
       plan.messages.clear();
       plan.numSteps = 0;
-      stats.secondsAfter = fusedSeconds(plan, model);
     }
   }
   stats.rounds = roundsUsed(plan);

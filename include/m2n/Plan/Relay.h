@@ -23,10 +23,6 @@ struct RelayStats {
   int64_t sourceSendsSaved = 0;
   /// Rounds the plan uses afterwards.
   int32_t rounds = 0;
-  /// The model's time for the plan before and after, each fused with the
-  /// model's default bucket (unscheduled: a step per round).
-  double secondsBefore = 0;
-  double secondsAfter = 0;
 };
 
 /// Where one region goes to many destination ranks (replicated

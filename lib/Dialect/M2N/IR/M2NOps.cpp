@@ -4,6 +4,7 @@
 
 #include "m2n/Dialect/M2N/IR/DTypes.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -12,9 +13,9 @@ using namespace mlir;
 using namespace m2n;
 
 static ParseResult parseMessageParts(OpAsmParser &parser,
-                                     DenseI64ArrayAttr &parts);
+                                     SmallVector<int64_t> &parts);
 static void printMessageParts(OpAsmPrinter &printer, Operation *op,
-                              DenseI64ArrayAttr parts);
+                              ArrayRef<int64_t> parts);
 
 #define GET_OP_CLASSES
 #include "m2n/Dialect/M2N/IR/M2NOps.cpp.inc"
@@ -128,16 +129,16 @@ static LogicalResult verifyLayout(Operation *op, StringRef name,
                                   SymbolTableCollection &symbolTable) {
   auto mesh = symbolTable.lookupNearestSymbolFrom<MeshOp>(op, layout.getMesh());
   if (!mesh)
-    return op->emitOpError() << "tensor \"" << name << "\": " << side
-                             << " mesh " << layout.getMesh()
-                             << " is not a 'm2n.mesh' of this refit";
+    return op->emitOpError()
+           << "tensor \"" << name << "\": " << side << " mesh "
+           << layout.getMesh() << " is not a 'm2n.mesh' of this refit";
   std::string problem =
       checkPlacements(layout.getPlacementList(),
                       static_cast<int64_t>(mesh.getShape().size()), tensorRank);
   if (!problem.empty())
-    return op->emitOpError() << "tensor \"" << name << "\": " << side
-                             << " layout on mesh " << layout.getMesh() << ": "
-                             << problem;
+    return op->emitOpError()
+           << "tensor \"" << name << "\": " << side << " layout on mesh "
+           << layout.getMesh() << ": " << problem;
   return success();
 }
 
@@ -151,8 +152,7 @@ static LogicalResult verifyLayouts(Operation *op, StringRef name,
   return verifyLayout(op, name, tensorRank, "destination", dst, symbolTable);
 }
 
-LogicalResult
-ReshardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult ReshardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   TensorOp tensor = getTensorOp();
   return verifyLayouts(*this, tensor ? tensor.getName() : StringRef("?"),
                        getTensor().getType().getRank(), getSrc(), getDst(),
@@ -208,8 +208,7 @@ void TransfersOp::print(OpAsmPrinter &printer) {
   if (!table.empty())
     printer.printNewline();
   printer << "}";
-  printer.printOptionalAttrDict((*this)->getAttrs(),
-                                {"src", "dst", "slices"});
+  printer.printOptionalAttrDict((*this)->getAttrs(), {"src", "dst", "slices"});
 }
 
 /// `S -> R [o:s, ...] (forward)? (round k)?`, appended to `table`.
@@ -303,13 +302,13 @@ LogicalResult TransfersOp::verify() {
       return emitOpError() << "slice " << index << " has origin "
                            << row[kOrigin] << "; expected 0 or 1";
     if (row[kRound] < 0 || (row[kOrigin] == 1 && row[kRound] == 0))
-      return emitOpError() << "slice " << index
-                           << " forwards in round " << row[kRound]
+      return emitOpError() << "slice " << index << " forwards in round "
+                           << row[kRound]
                            << "; forwarding needs a round of at least 1";
     for (int64_t d = 0; d < rank; ++d)
       if (row[kBox + d] < 0 || row[kBox + rank + d] < 0)
-        return emitOpError() << "slice " << index
-                             << " has a negative offset or size";
+        return emitOpError()
+               << "slice " << index << " has a negative offset or size";
   }
   return success();
 }
@@ -330,8 +329,7 @@ TransfersOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 static constexpr int64_t kPartWidth = 4;
 
 static void printMessageParts(OpAsmPrinter &printer, Operation *,
-                              DenseI64ArrayAttr parts) {
-  ArrayRef<int64_t> values = parts.asArrayRef();
+                              ArrayRef<int64_t> values) {
   printer << "[";
   for (size_t i = 0; i + kPartWidth <= values.size(); i += kPartWidth)
     printer << (i ? ", " : "") << "g" << values[i] << " s" << values[i + 1]
@@ -353,8 +351,7 @@ static ParseResult parseTaggedInteger(OpAsmParser &parser, char tag,
 }
 
 static ParseResult parseMessageParts(OpAsmParser &parser,
-                                     DenseI64ArrayAttr &parts) {
-  SmallVector<int64_t> values;
+                                     SmallVector<int64_t> &values) {
   auto parsePart = [&]() -> ParseResult {
     int64_t group, slice, begin, end;
     if (parseTaggedInteger(parser, 'g', group) ||
@@ -372,22 +369,15 @@ static ParseResult parseMessageParts(OpAsmParser &parser,
     values.append({group, slice, begin, end});
     return success();
   };
-  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square,
-                                     parsePart))
+  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, parsePart))
     return failure();
-  parts = DenseI64ArrayAttr::get(parser.getContext(), values);
   return success();
 }
 
 LogicalResult MessageOp::verify() {
-  // I64Attr values read back as unsigned; negative ones show as huge.
-  auto isNegative = [](uint64_t value) {
-    return static_cast<int64_t>(value) < 0;
-  };
   if (getSender() == getReceiver())
     return emitOpError() << "sends from rank " << getSender() << " to itself";
-  if (isNegative(getSender()) || isNegative(getReceiver()) ||
-      isNegative(getStep()) || isNegative(getBytes()))
+  if (getSender() < 0 || getReceiver() < 0 || getStep() < 0 || getBytes() < 0)
     return emitOpError() << "has a negative rank, step or byte count";
   ArrayRef<int64_t> parts = getParts();
   if (parts.empty() || parts.size() % kPartWidth != 0)
@@ -400,7 +390,7 @@ LogicalResult MessageOp::verify() {
                            << " has a negative index or an empty member "
                               "range";
   if (getZeroCopy() && parts.size() != kPartWidth)
-    return emitOpError() << "is zero-copy but has "
-                         << parts.size() / kPartWidth << " parts";
+    return emitOpError() << "is zero-copy but has " << parts.size() / kPartWidth
+                         << " parts";
   return success();
 }

@@ -17,19 +17,21 @@ struct BalancePass : impl::BalancePassBase<BalancePass> {
     plan::BalanceOptions options;
     options.split = split;
     options.minSplitBytes = minSplitBytes;
-    auto result = transformPlans(getOperation(), [&](RefitOp refit,
-                                                     plan::Plan &plan) -> mlir::LogicalResult {
-      if (mlir::failed(checkNotFused(refit, plan, "m2n-balance")))
-        return mlir::failure();
-      plan::BalanceStats stats = plan::balance(plan, options);
-      maxSendBefore += stats.maxSendBytesBefore;
-      maxSendAfter += stats.maxSendBytesAfter;
-      idealMaxSend += stats.idealMaxSendBytes;
-      splitRegions += stats.splitRegions;
-      return mlir::success();
-    });
+    auto result = transformPlans(
+        getOperation(), getAnalysis<PlanCache>(),
+        [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
+          if (mlir::failed(checkNotFused(refit, plan, "m2n-balance")))
+            return mlir::failure();
+          plan::BalanceStats stats = plan::balance(plan, options);
+          maxSendBefore += stats.maxSendBytesBefore;
+          maxSendAfter += stats.maxSendBytesAfter;
+          idealMaxSend += stats.idealMaxSendBytes;
+          splitRegions += stats.splitRegions;
+          return mlir::success();
+        });
     if (mlir::failed(result))
-      signalPassFailure();
+      return signalPassFailure();
+    markAnalysesPreserved<PlanCache>();
   }
 };
 } // namespace

@@ -12,17 +12,19 @@ namespace m2n {
 namespace {
 struct CoalescePass : impl::CoalescePassBase<CoalescePass> {
   void runOnOperation() override {
-    auto result = transformPlans(getOperation(), [&](RefitOp refit,
-                                                     plan::Plan &plan) -> mlir::LogicalResult {
-      if (mlir::failed(checkNotFused(refit, plan, "m2n-coalesce")))
-        return mlir::failure();
-      plan::CoalesceStats stats = plan::coalesce(plan);
-      slicesBefore += stats.slicesBefore;
-      slicesAfter += stats.slicesAfter;
-      return mlir::success();
-    });
+    auto result = transformPlans(
+        getOperation(), getAnalysis<PlanCache>(),
+        [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
+          if (mlir::failed(checkNotFused(refit, plan, "m2n-coalesce")))
+            return mlir::failure();
+          plan::CoalesceStats stats = plan::coalesce(plan);
+          slicesBefore += stats.slicesBefore;
+          slicesAfter += stats.slicesAfter;
+          return mlir::success();
+        });
     if (mlir::failed(result))
-      signalPassFailure();
+      return signalPassFailure();
+    markAnalysesPreserved<PlanCache>();
   }
 };
 } // namespace

@@ -13,6 +13,7 @@ namespace m2n {
 namespace {
 struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
   void runOnOperation() override {
+    PlanCache &cache = getAnalysis<PlanCache>();
     for (RefitOp refit : getOperation().getOps<RefitOp>()) {
       if (refit.getBody().getOps<ReshardOp>().empty())
         continue;
@@ -27,7 +28,9 @@ struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
       numLocalCopies += stats.localCopies;
       wireBytes += stats.wireBytes;
       localBytes += stats.localBytes;
+      cache.set(refit, std::move(plan));
     }
+    markAnalysesPreserved<PlanCache>();
   }
 };
 } // namespace

@@ -26,16 +26,18 @@ struct FusePass : impl::FusePassBase<FusePass> {
     // A message takes staging on both of its ranks, and a rank may send and
     // receive in one step: half the budget leaves room for one of each.
     options.bucketBytes = std::min<int64_t>(bucket, stagingBytes / 2);
-    auto result = transformPlans(getOperation(), [&](RefitOp,
-                                                     plan::Plan &plan) -> mlir::LogicalResult {
-      plan::FuseStats stats = plan::fuse(plan, options);
-      numMessages += stats.messages;
-      numZeroCopy += stats.zeroCopyMessages;
-      numSplitSlices += stats.splitSlices;
-      return mlir::success();
-    });
+    auto result =
+        transformPlans(getOperation(), getAnalysis<PlanCache>(),
+                       [&](RefitOp, plan::Plan &plan) -> mlir::LogicalResult {
+                         plan::FuseStats stats = plan::fuse(plan, options);
+                         numMessages += stats.messages;
+                         numZeroCopy += stats.zeroCopyMessages;
+                         numSplitSlices += stats.splitSlices;
+                         return mlir::success();
+                       });
     if (mlir::failed(result))
-      signalPassFailure();
+      return signalPassFailure();
+    markAnalysesPreserved<PlanCache>();
   }
 };
 } // namespace

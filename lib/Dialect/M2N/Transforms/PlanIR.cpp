@@ -36,8 +36,8 @@ FailureOr<spec::RefitSpec> readSpec(RefitOp refit) {
         meshSpec.axes.push_back(axis.str());
   }
   if (!refit.getBody().getOps<TransfersOp>().empty())
-    return emitRefitError(refit) << "refit @" << refit.getSymName()
-                             << " is already decomposed";
+    return emitRefitError(refit)
+           << "refit @" << refit.getSymName() << " is already decomposed";
   for (ReshardOp reshard : refit.getBody().getOps<ReshardOp>()) {
     TensorOp tensor = reshard.getTensorOp();
     auto type = cast<RankedTensorType>(tensor.getType());
@@ -148,14 +148,13 @@ static LogicalResult readMessage(MessageOp op, const plan::Plan &plan,
   message.zeroCopy = op.getZeroCopy();
   ArrayRef<int64_t> parts = op.getParts();
   for (size_t i = 0; i < parts.size(); i += kPartWidth) {
-    plan::MessagePart part{static_cast<int32_t>(parts[i]),
-                           static_cast<int32_t>(parts[i + 1]),
-                           static_cast<int32_t>(parts[i + 2]),
-                           static_cast<int32_t>(parts[i + 3])};
+    plan::MessagePart part{
+        static_cast<int32_t>(parts[i]), static_cast<int32_t>(parts[i + 1]),
+        static_cast<int32_t>(parts[i + 2]), static_cast<int32_t>(parts[i + 3])};
     if (parts[i] >= static_cast<int64_t>(plan.groups.size()))
       return mlir::emitError(op.getLoc())
-             << "message part " << i / kPartWidth << " names group "
-             << parts[i] << " of " << plan.groups.size();
+             << "message part " << i / kPartWidth << " names group " << parts[i]
+             << " of " << plan.groups.size();
     const plan::TransferGroup &group = plan.groups[part.group];
     if (parts[i + 1] >= static_cast<int64_t>(group.slices.size()) ||
         parts[i + 3] > static_cast<int64_t>(group.members.size()))
@@ -170,8 +169,9 @@ static LogicalResult readMessage(MessageOp op, const plan::Plan &plan,
 
 FailureOr<plan::Plan> readPlan(RefitOp refit) {
   if (!refit.getBody().getOps<ReshardOp>().empty())
-    return emitRefitError(refit) << "refit @" << refit.getSymName()
-                             << " has reshards left; run m2n-decompose first";
+    return emitRefitError(refit)
+           << "refit @" << refit.getSymName()
+           << " has reshards left; run m2n-decompose first";
   plan::Plan result;
   llvm::StringMap<int32_t> meshIndex;
   for (MeshOp mesh : refit.getBody().getOps<MeshOp>()) {
@@ -212,6 +212,27 @@ FailureOr<plan::Plan> readPlan(RefitOp refit) {
 // Writing a plan back
 //===----------------------------------------------------------------------===//
 
+/// Whether `table` holds the rows fillSliceTable would make of `group`.
+static bool holdsSlices(ArrayRef<int64_t> table,
+                        const plan::TransferGroup &group) {
+  size_t width = TransfersOp::rowWidth(group.shape.size());
+  if (table.size() != group.slices.size() * width)
+    return false;
+  const int64_t *row = table.data();
+  for (const plan::Slice &slice : group.slices) {
+    if (row[kSender] != slice.sender || row[kReceiver] != slice.receiver ||
+        row[kOrigin] != static_cast<int64_t>(slice.origin) ||
+        row[kRound] != slice.round ||
+        !std::equal(slice.box.offsets.begin(), slice.box.offsets.end(),
+                    row + kBox) ||
+        !std::equal(slice.box.sizes.begin(), slice.box.sizes.end(),
+                    row + kBox + slice.box.offsets.size()))
+      return false;
+    row += width;
+  }
+  return true;
+}
+
 /// Most passes leave most of the plan as they found it, and a slice table
 /// holds hundreds of thousands of values that MLIR would hash and copy again,
 /// so only the tables that changed are replaced.
@@ -220,9 +241,10 @@ static void writeSliceTables(RefitOp refit, const plan::Plan &plan) {
   SmallVector<int64_t> table;
   for (auto [transfers, group] :
        llvm::zip(refit.getBody().getOps<TransfersOp>(), plan.groups)) {
+    if (holdsSlices(transfers.getSlices(), group))
+      continue;
     fillSliceTable(group, table);
-    if (ArrayRef<int64_t>(table) != transfers.getSlices())
-      transfers.setSlicesAttr(DenseI64ArrayAttr::get(context, table));
+    transfers.setSlicesAttr(DenseI64ArrayAttr::get(context, table));
   }
 }
 
@@ -234,17 +256,16 @@ static void fillParts(const plan::Message &message,
 }
 
 /// Makes `op` what MessageOp::create would make of `message` (whose parts
-/// are `parts`) at `loc`, setting only what differs: setting an attribute
-/// costs a lookup in the context's uniquer.
+/// are `parts`) at `loc`, setting only what differs.
 static void rewriteMessageOp(MessageOp op, const plan::Message &message,
                              ArrayRef<int64_t> parts, Location loc) {
-  if (op.getStep() != static_cast<uint64_t>(message.step))
+  if (op.getStep() != message.step)
     op.setStep(message.step);
-  if (op.getSender() != static_cast<uint64_t>(message.sender))
+  if (op.getSender() != message.sender)
     op.setSender(message.sender);
-  if (op.getReceiver() != static_cast<uint64_t>(message.receiver))
+  if (op.getReceiver() != message.receiver)
     op.setReceiver(message.receiver);
-  if (op.getBytes() != static_cast<uint64_t>(message.bytes))
+  if (op.getBytes() != message.bytes)
     op.setBytes(message.bytes);
   if (op.getZeroCopy() != message.zeroCopy)
     op.setZeroCopy(message.zeroCopy);
@@ -314,14 +335,28 @@ void writePlan(RefitOp refit, const plan::Plan &plan) {
   }
 }
 
-LogicalResult transformPlans(
-    ModuleOp module,
-    function_ref<LogicalResult(RefitOp, plan::Plan &)> transform) {
+FailureOr<plan::Plan *> PlanCache::get(RefitOp refit) {
+  auto it = plans.find(refit);
+  if (it != plans.end())
+    return &it->second;
+  FailureOr<plan::Plan> plan = readPlan(refit);
+  if (failed(plan))
+    return failure();
+  return &(plans[refit] = std::move(*plan));
+}
+
+void PlanCache::set(RefitOp refit, plan::Plan plan) {
+  plans[refit] = std::move(plan);
+}
+
+LogicalResult
+transformPlans(ModuleOp module, PlanCache &cache,
+               function_ref<LogicalResult(RefitOp, plan::Plan &)> transform) {
   for (RefitOp refit : module.getOps<RefitOp>()) {
-    FailureOr<plan::Plan> plan = readPlan(refit);
-    if (failed(plan) || failed(transform(refit, *plan)))
+    FailureOr<plan::Plan *> plan = cache.get(refit);
+    if (failed(plan) || failed(transform(refit, **plan)))
       return failure();
-    writePlan(refit, *plan);
+    writePlan(refit, **plan);
   }
   return success();
 }
@@ -331,7 +366,7 @@ LogicalResult checkNotFused(RefitOp refit, const plan::Plan &plan,
   if (plan.messages.empty())
     return success();
   return emitRefitError(refit) << pass << " must run before m2n-fuse: refit @"
-                           << refit.getSymName() << " already has messages";
+                               << refit.getSymName() << " already has messages";
 }
 
 FailureOr<plan::CostModel> loadCostModel(Operation *op, StringRef path) {
@@ -339,7 +374,8 @@ FailureOr<plan::CostModel> loadCostModel(Operation *op, StringRef path) {
     return plan::CostModel();
   llvm::Expected<plan::Topology> topology = plan::readTopology(path);
   if (!topology)
-    return mlir::emitError(op->getLoc()) << llvm::toString(topology.takeError());
+    return mlir::emitError(op->getLoc())
+           << llvm::toString(topology.takeError());
   return plan::CostModel(*topology);
 }
 

@@ -21,18 +21,20 @@ struct RelayPass : impl::RelayPassBase<RelayPass> {
     plan::RelayOptions options;
     options.chunkBytes = chunkBytes;
     options.maxRounds = maxRounds;
-    auto result = transformPlans(getOperation(), [&](RefitOp refit,
-                                                     plan::Plan &plan) -> mlir::LogicalResult {
-      if (mlir::failed(checkNotFused(refit, plan, "m2n-relay")))
-        return mlir::failure();
-      plan::RelayStats stats = plan::relay(plan, *model, options);
-      relayedRegions += stats.relayedRegions;
-      sourceSendsSaved += stats.sourceSendsSaved;
-      rounds += stats.rounds;
-      return mlir::success();
-    });
+    auto result = transformPlans(
+        getOperation(), getAnalysis<PlanCache>(),
+        [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
+          if (mlir::failed(checkNotFused(refit, plan, "m2n-relay")))
+            return mlir::failure();
+          plan::RelayStats stats = plan::relay(plan, *model, options);
+          relayedRegions += stats.relayedRegions;
+          sourceSendsSaved += stats.sourceSendsSaved;
+          rounds += stats.rounds;
+          return mlir::success();
+        });
     if (mlir::failed(result))
-      signalPassFailure();
+      return signalPassFailure();
+    markAnalysesPreserved<PlanCache>();
   }
 };
 } // namespace

@@ -20,13 +20,13 @@ void emitReport(RefitOp refit, const plan::PlanCost &cost) {
                      : 1.0;
   mlir::emitRemark(refit.getLoc())
       << "refit @" << refit.getSymName() << ": " << cost.steps << " steps, "
-      << cost.messages << " messages, " << cost.wireBytes
-      << " wire bytes, " << cost.localCopyBytes << " local copy bytes, "
+      << cost.messages << " messages, " << cost.wireBytes << " wire bytes, "
+      << cost.localCopyBytes << " local copy bytes, "
       << "staging peak " << cost.stagingPeak << " bytes; predicted "
       << llvm::formatv("{0:F1}", cost.predictedSeconds * 1e6).str()
       << " us, lower bound "
-      << llvm::formatv("{0:F1}", cost.lowerBoundSeconds * 1e6).str()
-      << " us (" << llvm::formatv("{0:F2}", ratio).str() << "x)";
+      << llvm::formatv("{0:F1}", cost.lowerBoundSeconds * 1e6).str() << " us ("
+      << llvm::formatv("{0:F2}", ratio).str() << "x)";
 }
 
 struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
@@ -39,22 +39,24 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
       return signalPassFailure();
     plan::ScheduleOptions options;
     options.stagingBudget = stagingBytes;
-    auto result = transformPlans(getOperation(), [&](RefitOp refit,
-                                                     plan::Plan &plan) -> mlir::LogicalResult {
-      llvm::Expected<plan::ScheduleStats> stats =
-          plan::schedule(plan, options);
-      if (!stats)
-        return emitRefitError(refit) << "cannot schedule refit @"
-                                 << refit.getSymName() << ": "
-                                 << llvm::toString(stats.takeError());
-      numSteps += stats->steps;
-      stagingPeak.updateMax(stats->stagingPeak);
-      if (report)
-        emitReport(refit, model->cost(plan));
-      return mlir::success();
-    });
+    auto result = transformPlans(
+        getOperation(), getAnalysis<PlanCache>(),
+        [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
+          llvm::Expected<plan::ScheduleStats> stats =
+              plan::schedule(plan, options);
+          if (!stats)
+            return emitRefitError(refit)
+                   << "cannot schedule refit @" << refit.getSymName() << ": "
+                   << llvm::toString(stats.takeError());
+          numSteps += stats->steps;
+          stagingPeak.updateMax(stats->stagingPeak);
+          if (report)
+            emitReport(refit, model->cost(plan));
+          return mlir::success();
+        });
     if (mlir::failed(result))
-      signalPassFailure();
+      return signalPassFailure();
+    markAnalysesPreserved<PlanCache>();
   }
 };
 } // namespace

@@ -12,18 +12,20 @@ namespace m2n {
 namespace {
 struct VerifyPass : impl::VerifyPassBase<VerifyPass> {
   void runOnOperation() override {
+    PlanCache &cache = getAnalysis<PlanCache>();
+    markAllAnalysesPreserved();
     for (RefitOp refit : getOperation().getOps<RefitOp>()) {
-      mlir::FailureOr<plan::Plan> plan = readPlan(refit);
+      mlir::FailureOr<plan::Plan *> plan = cache.get(refit);
       if (mlir::failed(plan))
         return signalPassFailure();
-      std::vector<std::string> problems = plan::verifyPlan(*plan);
+      std::vector<std::string> problems = plan::verifyPlan(**plan);
       if (problems.empty())
         continue;
       // A plan that fails here came out of the compiler's own passes (or was
       // edited by hand): it must never reach a runtime.
       mlir::InFlightDiagnostic diag =
           emitRefitError(refit) << "the plan of refit @" << refit.getSymName()
-                            << " is unsound: " << problems.front();
+                                << " is unsound: " << problems.front();
       for (const std::string &problem : llvm::drop_begin(problems))
         diag.attachNote() << problem;
       signalPassFailure();

@@ -200,12 +200,14 @@ def M2N_MessageOp : M2N_Op<"message", [HasParent<"RefitOp">]> {
     m2n.message step 1 : 2 -> 3 bytes 67108864 zero_copy parts [g1 s4 m0..1]
     ```
   }];
-  let arguments = (ins I64Attr:$step,
-                       I64Attr:$sender,
-                       I64Attr:$receiver,
-                       I64Attr:$bytes,
-                       UnitAttr:$zero_copy,
-                       DenseI64ArrayAttr:$parts);
+  // Properties rather than attributes: a real model's plan has tens of
+  // thousands of messages, and attributes would be uniqued one by one.
+  let arguments = (ins I64Prop:$step,
+                       I64Prop:$sender,
+                       I64Prop:$receiver,
+                       I64Prop:$bytes,
+                       UnitProp:$zero_copy,
+                       IntArrayProp<I64Prop>:$parts);
   let assemblyFormat = [{
     `step` $step `:` $sender `->` $receiver `bytes` $bytes
     (`zero_copy` $zero_copy^)? `parts` custom<MessageParts>($parts) attr-dict

@@ -6,6 +6,10 @@
 // back. Group g of the plan is the g-th `m2n.transfers` of the refit;
 // tensor t is its t-th `m2n.tensor`; mesh m its m-th `m2n.mesh`.
 //
+// Reading a real model's plan back means hundreds of thousands of slices
+// and tens of thousands of messages, so a pass leaves the plan it wrote in
+// a PlanCache, an analysis of the module, for the next m2n pass to take up.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef M2N_DIALECT_M2N_TRANSFORMS_PLANIR_H
@@ -40,10 +44,30 @@ mlir::FailureOr<plan::Plan> readPlan(RefitOp refit);
 /// messages, and, once scheduled, the step count and staging budget.
 void writePlan(RefitOp refit, const plan::Plan &plan);
 
-/// Reads the plan of every refit in `module`, runs `transform` on it and,
-/// when that succeeds, writes the plan back. Stops at the first failure.
+/// The plans of a module's refits exactly as the last m2n pass wrote them
+/// to IR: an analysis of the module. A pass that writes plans and marks the
+/// cache preserved keeps it equal to the IR; any other pass invalidates it,
+/// and the next m2n pass reads the IR again.
+class PlanCache {
+public:
+  explicit PlanCache(mlir::Operation *) {}
+
+  /// The plan of `refit`: the cached one, or read from IR (and cached).
+  /// Fails, with readPlan's diagnostic, on a refit that cannot be read.
+  mlir::FailureOr<plan::Plan *> get(RefitOp refit);
+  /// Records `plan` as what `refit` holds in IR.
+  void set(RefitOp refit, plan::Plan plan);
+
+private:
+  llvm::DenseMap<mlir::Operation *, plan::Plan> plans;
+};
+
+/// Runs `transform` on the plan of every refit in `module`, taken from
+/// `cache`, and when that succeeds writes the plan back to IR, leaving the
+/// cache equal to it. Stops at the first failure; the caller then must not
+/// preserve the cache.
 mlir::LogicalResult transformPlans(
-    mlir::ModuleOp module,
+    mlir::ModuleOp module, PlanCache &cache,
     llvm::function_ref<mlir::LogicalResult(RefitOp, plan::Plan &)> transform);
 
 /// Fails, with a diagnostic, when the refit already has messages: `pass`
