@@ -105,10 +105,6 @@ Plan m2n::plan::planFromSpec(const spec::RefitSpec &spec) {
   return plan;
 }
 
-int64_t m2n::plan::sliceBytes(const TransferGroup &group, const Slice &slice) {
-  return slice.box.volume() * group.elementBytes();
-}
-
 bool m2n::plan::sliceLess(const Slice &a, const Slice &b) {
   // Spelled out rather than with std::tie, which would compare each box
   // dimension list twice (a < b, then b < a).

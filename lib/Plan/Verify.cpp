@@ -130,15 +130,22 @@ private:
   bool checkPart(size_t m, size_t p);
   const Box *senderBuffer(size_t g, const Slice &slice) const;
   const Box *receiverBuffer(size_t g, const Slice &slice) const;
-  /// The records of slice `i` of group `g`, by member.
+  /// Sorts the records by (group, slice, first member) and indexes them.
+  void indexRecords();
+  /// The records of slice `i` of group `g`, by member: a range of records.
   std::pair<size_t, size_t> recordsOf(size_t g, size_t i) const;
 
   const Plan &plan;
   Problems problems;
   std::vector<bool> groupValid;
   std::vector<GroupContext> contexts;
-  /// Valid parts of all messages, sorted by (group, slice, member).
+  /// Valid parts of all messages, sorted by (group, slice, member) once
+  /// indexRecords has run.
   std::vector<PartRecord> records;
+  /// Group g's slice i is slice sliceBase[g] + i of the plan; its records
+  /// are [recordStart[k], recordStart[k + 1]) for that k.
+  std::vector<size_t> sliceBase;
+  std::vector<size_t> recordStart;
 };
 
 std::string Verifier::groupName(size_t g) const {
@@ -579,34 +586,44 @@ void Verifier::checkMessage(size_t m) {
                  " of rank " + std::to_string(slice.receiver));
 }
 
-std::pair<size_t, size_t> Verifier::recordsOf(size_t g, size_t i) const {
-  auto key = [](const PartRecord &record) {
-    return std::make_pair(record.group, record.slice);
+/// A counting sort by slice, as there are about as many records as slices,
+/// and within a slice (rarely more than one record) by first member; stable,
+/// so that records of one member range keep message order.
+void Verifier::indexRecords() {
+  sliceBase.assign(plan.groups.size() + 1, 0);
+  for (size_t g = 0; g < plan.groups.size(); ++g)
+    sliceBase[g + 1] = sliceBase[g] + plan.groups[g].slices.size();
+  auto keyOf = [&](const PartRecord &record) {
+    return sliceBase[record.group] + static_cast<size_t>(record.slice);
   };
-  std::pair<int32_t, int32_t> wanted(static_cast<int32_t>(g),
-                                     static_cast<int32_t>(i));
-  auto first = std::lower_bound(
-      records.begin(), records.end(), wanted,
-      [&](const PartRecord &record, const std::pair<int32_t, int32_t> &w) {
-        return key(record) < w;
-      });
-  auto last = std::upper_bound(
-      first, records.end(), wanted,
-      [&](const std::pair<int32_t, int32_t> &w, const PartRecord &record) {
-        return w < key(record);
-      });
-  return {static_cast<size_t>(first - records.begin()),
-          static_cast<size_t>(last - records.begin())};
+  recordStart.assign(sliceBase.back() + 1, 0);
+  for (const PartRecord &record : records)
+    ++recordStart[keyOf(record) + 1];
+  for (size_t k = 1; k < recordStart.size(); ++k)
+    recordStart[k] += recordStart[k - 1];
+  std::vector<size_t> next(recordStart.begin(), recordStart.end() - 1);
+  std::vector<PartRecord> sorted(records.size());
+  for (const PartRecord &record : records)
+    sorted[next[keyOf(record)]++] = record;
+  for (size_t k = 0; k + 1 < recordStart.size(); ++k)
+    if (recordStart[k + 1] - recordStart[k] > 1)
+      std::stable_sort(sorted.begin() + recordStart[k],
+                       sorted.begin() + recordStart[k + 1],
+                       [](const PartRecord &a, const PartRecord &b) {
+                         return a.memberBegin < b.memberBegin;
+                       });
+  records = std::move(sorted);
+}
+
+std::pair<size_t, size_t> Verifier::recordsOf(size_t g, size_t i) const {
+  size_t key = sliceBase[g] + i;
+  return {recordStart[key], recordStart[key + 1]};
 }
 
 /// Every member of every remote slice travels in exactly one message. Empty
 /// slices move nothing, so they may travel or not.
 void Verifier::checkMessageCoverage() {
-  std::stable_sort(records.begin(), records.end(),
-                   [](const PartRecord &a, const PartRecord &b) {
-                     return std::tie(a.group, a.slice, a.memberBegin) <
-                            std::tie(b.group, b.slice, b.memberBegin);
-                   });
+  indexRecords();
   for (size_t g = 0; g < plan.groups.size() && !problems.full(); ++g) {
     if (!groupValid[g])
       continue;

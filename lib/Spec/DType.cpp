@@ -51,31 +51,6 @@ llvm::StringRef m2n::dtypeName(DType type) {
   llvm_unreachable("unknown dtype");
 }
 
-int64_t m2n::dtypeByteSize(DType type) {
-  switch (type) {
-  case DType::F8_E4M3:
-  case DType::F8_E5M2:
-  case DType::I8:
-  case DType::U8:
-  case DType::BOOL:
-    return 1;
-  case DType::BF16:
-  case DType::F16:
-  case DType::I16:
-  case DType::U16:
-    return 2;
-  case DType::F32:
-  case DType::I32:
-  case DType::U32:
-    return 4;
-  case DType::F64:
-  case DType::I64:
-  case DType::U64:
-    return 8;
-  }
-  llvm_unreachable("unknown dtype");
-}
-
 /// torch's names, without the "torch." prefix. float8_e4m3fn is the only e4m3
 /// variant safetensors' F8_E4M3 stands for; the fnuz variants differ in bits.
 static std::optional<DType> parseTorchDType(llvm::StringRef name) {

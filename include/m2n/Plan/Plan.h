@@ -133,8 +133,11 @@ struct Plan {
 /// first appearance, with no slices yet.
 Plan planFromSpec(const spec::RefitSpec &spec);
 
-/// A member's bytes of a slice.
-int64_t sliceBytes(const TransferGroup &group, const Slice &slice);
+/// A member's bytes of a slice. Inline: passes ask for it per slice and
+/// per message part, millions of times at a real model's scale.
+inline int64_t sliceBytes(const TransferGroup &group, const Slice &slice) {
+  return slice.box.volume() * group.elementBytes();
+}
 
 /// The order of TransferGroup::slices: (round, receiver, sender, box
 /// offsets), then origin and box sizes, so that the order is total and every

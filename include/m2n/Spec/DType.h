@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include <cstdint>
 #include <optional>
@@ -41,8 +42,31 @@ llvm::ArrayRef<DType> allDTypes();
 /// The safetensors spelling: "BF16", "F8_E4M3", "BOOL", ...
 llvm::StringRef dtypeName(DType type);
 
-/// Bytes per element.
-int64_t dtypeByteSize(DType type);
+/// Bytes per element. Inline: the compiler's passes ask per slice.
+inline int64_t dtypeByteSize(DType type) {
+  switch (type) {
+  case DType::F8_E4M3:
+  case DType::F8_E5M2:
+  case DType::I8:
+  case DType::U8:
+  case DType::BOOL:
+    return 1;
+  case DType::BF16:
+  case DType::F16:
+  case DType::I16:
+  case DType::U16:
+    return 2;
+  case DType::F32:
+  case DType::I32:
+  case DType::U32:
+    return 4;
+  case DType::F64:
+  case DType::I64:
+  case DType::U64:
+    return 8;
+  }
+  llvm_unreachable("unknown dtype");
+}
 
 /// A safetensors name ("BF16") or a torch name with or without its "torch."
 /// prefix ("bfloat16", "torch.half"). Names are case-sensitive.
