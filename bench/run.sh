@@ -18,6 +18,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${M2N_BUILD_DIR:-$top/build}
 out=$1
 shift
+extra=("$@")
 mkdir -p "$out"
 
 if [ -f "$build/build.ninja" ]; then
@@ -33,7 +34,6 @@ gbench() {
   "$build/bench/m2n-$1-bench" --benchmark_min_time="$2" \
     --benchmark_out="$out/$1.json" --benchmark_out_format=json "${extra[@]}"
 }
-extra=("$@")
 gbench compile 0.01
 gbench baselines 0.01
 gbench host-exec 0.5
