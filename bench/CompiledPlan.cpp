@@ -1,0 +1,26 @@
+//===- CompiledPlan.cpp - m2n's plan of a spec, for benchmarks ------------===//
+
+#include "CompiledPlan.h"
+
+#include "m2n/Dialect/M2N/IR/M2NDialect.h"
+#include "m2n/Dialect/M2N/IR/M2NOps.h"
+#include "m2n/Dialect/M2N/Transforms/Pipelines.h"
+#include "m2n/Dialect/M2N/Transforms/PlanIR.h"
+#include "m2n/Target/ImportSpec.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace m2n;
+
+mlir::FailureOr<plan::Plan> bench::compilePlan(const spec::RefitSpec &spec) {
+  mlir::MLIRContext context;
+  context.loadDialect<M2NDialect>();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      importRefitSpec(spec, "bench", &context);
+  mlir::PassManager pm(&context);
+  buildCompilePipeline(pm, CompilePipelineOptions());
+  if (mlir::failed(pm.run(*module)))
+    return mlir::failure();
+  return readPlan(*module->getOps<RefitOp>().begin());
+}
