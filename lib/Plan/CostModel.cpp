@@ -180,17 +180,6 @@ llvm::Expected<Topology> plan::readTopology(StringRef path) {
 // Links
 //===----------------------------------------------------------------------===//
 
-bool CostModel::sameNode(int64_t a, int64_t b) const {
-  if (topology.ranksPerNode <= 0)
-    return a == b;
-  return a / topology.ranksPerNode == b / topology.ranksPerNode;
-}
-
-double CostModel::bandwidth(int64_t sender, int64_t receiver) const {
-  return sameNode(sender, receiver) ? topology.intraNodeBandwidth
-                                    : topology.interNodeBandwidth;
-}
-
 double CostModel::messageSeconds(int64_t sender, int64_t receiver,
                                  int64_t bytes) const {
   return topology.latencySeconds +

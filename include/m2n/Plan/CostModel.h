@@ -65,9 +65,16 @@ public:
   explicit CostModel(Topology topology = Topology()) : topology(topology) {}
 
   const Topology &getTopology() const { return topology; }
-  bool sameNode(int64_t a, int64_t b) const;
+  bool sameNode(int64_t a, int64_t b) const {
+    if (topology.ranksPerNode <= 0)
+      return a == b;
+    return a / topology.ranksPerNode == b / topology.ranksPerNode;
+  }
   /// Bytes per second between two ranks.
-  double bandwidth(int64_t sender, int64_t receiver) const;
+  double bandwidth(int64_t sender, int64_t receiver) const {
+    return sameNode(sender, receiver) ? topology.intraNodeBandwidth
+                                      : topology.interNodeBandwidth;
+  }
   /// Latency plus bytes over bandwidth.
   double messageSeconds(int64_t sender, int64_t receiver, int64_t bytes) const;
   /// The bucket size at which a message's latency is about 1% of its time
