@@ -3,7 +3,8 @@
 #ifndef M2N_TOOLS_M2N_COMMANDS_H
 #define M2N_TOOLS_M2N_COMMANDS_H
 
-#include "llvm/ADT/ArrayRef.h"
+#include "Progress.h"
+
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -21,6 +22,7 @@ struct CompileOptions {
   bool relay = true;
   /// Also write the compiled IR here, when not empty.
   std::string irPath;
+  ProgressMode progress = ProgressMode::Auto;
 };
 
 struct InspectOptions {
@@ -29,6 +31,10 @@ struct InspectOptions {
   bool disassemble = false;
   /// The rank to disassemble, or -1 for all.
   int rank = -1;
+  /// Also draw the traffic here, when not empty: a standalone SVG picture,
+  /// and an HTML page with the picture and a table of the steps.
+  std::string svgPath;
+  std::string htmlPath;
 };
 
 struct RunOptions {
@@ -37,6 +43,7 @@ struct RunOptions {
   std::string backend = "sim";
   std::string srcDir;
   std::string dstDir;
+  ProgressMode progress = ProgressMode::Auto;
 };
 
 /// Each returns the process's exit status; errors go to stderr.

@@ -1,6 +1,7 @@
 //===- Compile.cpp - m2n compile: a refit spec to a plan file -------------===//
 
 #include "Commands.h"
+#include "Progress.h"
 
 #include "m2n/Dialect/M2N/IR/M2NDialect.h"
 #include "m2n/Dialect/M2N/IR/M2NOps.h"
@@ -11,8 +12,11 @@
 #include "m2n/Target/ImportSpec.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -49,6 +53,42 @@ static void setPipelineOptions(const CompileOptions &options,
   pipeline.relay = options.relay;
 }
 
+namespace {
+
+/// Puts each pass of the pipeline on the progress line as it starts.
+class PassProgress : public mlir::PassInstrumentation {
+public:
+  PassProgress(ProgressLine &line, size_t passes)
+      : line_(line), passes_(passes) {}
+
+  void runBeforePass(mlir::Pass *pass, mlir::Operation *) override {
+    llvm::StringRef name = pass->getArgument();
+    if (name.empty())
+      name = pass->getName();
+    line_.begin(llvm::formatv("m2n compile: pass {0}/{1} {2}", ++started_,
+                              passes_, name));
+  }
+
+private:
+  ProgressLine &line_;
+  size_t passes_;
+  size_t started_ = 0;
+};
+
+} // namespace
+
+/// Ends `progress` at the first diagnostic, so that the diagnostic prints
+/// on a clean line and nothing draws over it.
+static void endOnDiagnostic(mlir::MLIRContext &context,
+                            ProgressLine &progress) {
+  // Handlers registered later run first; failure() hands the diagnostic on
+  // to the one that prints it.
+  context.getDiagEngine().registerHandler([&progress](mlir::Diagnostic &) {
+    progress.finish();
+    return mlir::failure();
+  });
+}
+
 /// The compiled IR as text, for --emit-ir.
 static std::string printed(mlir::ModuleOp module) {
   std::string text;
@@ -68,18 +108,25 @@ int compile(const CompileOptions &options) {
     llvm::errs() << llvm::toString(spec.takeError()) << "\n";
     return 1;
   }
+  // Declared before the context, whose diagnostic handler refers to it.
+  ProgressLine progress(options.progress);
   mlir::MLIRContext context;
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  endOnDiagnostic(context, progress);
+  progress.begin("m2n compile: importing the spec");
   mlir::OwningOpRef<mlir::ModuleOp> module =
       importRefitSpec(*spec, options.specPath, &context);
   mlir::PassManager pm(&context);
   CompilePipelineOptions pipeline;
   setPipelineOptions(options, pipeline);
   buildCompilePipeline(pm, pipeline);
+  if (progress.enabled())
+    pm.addInstrumentation(std::make_unique<PassProgress>(progress, pm.size()));
   if (mlir::failed(pm.run(*module)))
     return 1;
 
+  progress.begin("m2n compile: exporting the plan");
   RefitOp refit = *module->getOps<RefitOp>().begin();
   mlir::FailureOr<plan::Plan> plan = readPlan(refit);
   mlir::FailureOr<plan::CostModel> model =
@@ -87,8 +134,10 @@ int compile(const CompileOptions &options) {
   if (mlir::failed(plan) || mlir::failed(model))
     return 1;
   std::vector<uint8_t> bytes = exportPlan(*plan, model->cost(*plan));
-  if (!options.irPath.empty() &&
-      !writeFileAtomically(options.irPath, printed(*module)))
+  std::string ir = options.irPath.empty() ? "" : printed(*module);
+  // A failed write prints its error on a clean line.
+  progress.finish();
+  if (!options.irPath.empty() && !writeFileAtomically(options.irPath, ir))
     return 1;
   return writeFileAtomically(
              options.outputPath,
