@@ -5,6 +5,7 @@
 
 #include "Progress.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -51,10 +52,16 @@ int compile(const CompileOptions &options);
 int inspect(const InspectOptions &options);
 int run(const RunOptions &options);
 
-/// Writes `bytes` to `path` through a temporary file beside it, renamed
-/// over `path` only once complete, so that a failure leaves `path` as it
-/// was. Prints the error and returns false on failure.
-bool writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes);
+struct FileContents {
+  llvm::StringRef path;
+  llvm::StringRef bytes;
+};
+
+/// Writes each file through a temporary file beside it, and renames the
+/// temporary files over the paths only once all are complete, so that a
+/// failure to write any leaves every path as it was. The paths must differ.
+/// Prints the error and returns false on failure.
+bool writeFilesAtomically(llvm::ArrayRef<FileContents> files);
 
 } // namespace m2n::driver
 

@@ -23,26 +23,41 @@
 
 namespace m2n::driver {
 
-bool writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes) {
-  std::string temp =
-      (path + ".tmp" + llvm::Twine(llvm::sys::Process::getProcessId())).str();
+/// Writes `bytes` to a new file `path`.
+static std::error_code writeNewFile(const std::string &path,
+                                    llvm::StringRef bytes) {
   std::error_code error;
-  {
-    llvm::raw_fd_ostream out(temp, error, llvm::sys::fs::OF_None);
-    if (!error) {
-      out << bytes;
-      out.close();
-      error = out.error();
-    }
+  llvm::raw_fd_ostream out(path, error, llvm::sys::fs::OF_None);
+  if (error)
+    return error;
+  out << bytes;
+  out.close();
+  error = out.error();
+  // A stream that still holds an error at its end aborts the process.
+  out.clear_error();
+  return error;
+}
+
+bool writeFilesAtomically(llvm::ArrayRef<FileContents> files) {
+  std::vector<std::string> temps;
+  auto fail = [&](llvm::StringRef path, std::error_code error) {
+    for (const std::string &temp : temps)
+      llvm::sys::fs::remove(temp);
+    llvm::errs() << "error: cannot write '" << path << "': " << error.message()
+                 << "\n";
+    return false;
+  };
+  for (const FileContents &file : files) {
+    temps.push_back((file.path + ".tmp" +
+                     llvm::Twine(llvm::sys::Process::getProcessId()))
+                        .str());
+    if (std::error_code error = writeNewFile(temps.back(), file.bytes))
+      return fail(file.path, error);
   }
-  if (!error)
-    error = llvm::sys::fs::rename(temp, path);
-  if (!error)
-    return true;
-  llvm::sys::fs::remove(temp);
-  llvm::errs() << "error: cannot write '" << path << "': " << error.message()
-               << "\n";
-  return false;
+  for (size_t i = 0; i < files.size(); ++i)
+    if (std::error_code error = llvm::sys::fs::rename(temps[i], files[i].path))
+      return fail(files[i].path, error);
+  return true;
 }
 
 static void setPipelineOptions(const CompileOptions &options,
@@ -137,14 +152,13 @@ int compile(const CompileOptions &options) {
   std::string ir = options.irPath.empty() ? "" : printed(*module);
   // A failed write prints its error on a clean line.
   progress.finish();
-  if (!options.irPath.empty() && !writeFileAtomically(options.irPath, ir))
-    return 1;
-  return writeFileAtomically(
-             options.outputPath,
-             llvm::StringRef(reinterpret_cast<const char *>(bytes.data()),
-                             bytes.size()))
-             ? 0
-             : 1;
+  std::vector<FileContents> files = {
+      {options.outputPath,
+       llvm::StringRef(reinterpret_cast<const char *>(bytes.data()),
+                       bytes.size())}};
+  if (!options.irPath.empty())
+    files.push_back({options.irPath, ir});
+  return writeFilesAtomically(files) ? 0 : 1;
 }
 
 } // namespace m2n::driver

@@ -114,20 +114,25 @@ void printText(llvm::StringRef path, const m2n_plan_header_t &header,
   }
 }
 
-/// Writes the pictures that `options` asks for, each whole or not at all.
+/// Writes the pictures that `options` asks for: all of them, or on failure
+/// none.
 bool writePictures(const InspectOptions &options, const LoadedPlan &plan) {
   if (options.svgPath.empty() && options.htmlPath.empty())
     return true;
   Traffic traffic = trafficOf(plan);
   // The file's name, not its path: the picture may travel.
   llvm::StringRef name = llvm::sys::path::filename(options.planPath);
-  if (!options.svgPath.empty() &&
-      !writeFileAtomically(options.svgPath,
-                           drawSvg(name, plan.header(), traffic)))
-    return false;
-  return options.htmlPath.empty() ||
-         writeFileAtomically(options.htmlPath,
-                             drawHtml(name, plan.header(), traffic));
+  std::string svg, html;
+  std::vector<FileContents> files;
+  if (!options.svgPath.empty()) {
+    svg = drawSvg(name, plan.header(), traffic);
+    files.push_back({options.svgPath, svg});
+  }
+  if (!options.htmlPath.empty()) {
+    html = drawHtml(name, plan.header(), traffic);
+    files.push_back({options.htmlPath, html});
+  }
+  return writeFilesAtomically(files);
 }
 
 /// Prints a status's message and frees it.

@@ -89,6 +89,15 @@ std::string humanBytes(uint64_t bytes) {
   return llvm::formatv("{0:F1} {1}", value, units[unit]);
 }
 
+/// "12.5 us", "70.1 ms", "2.5 s".
+std::string humanTime(uint64_t nanoseconds) {
+  if (nanoseconds < 1000000)
+    return llvm::formatv("{0:F1} us", nanoseconds / 1e3);
+  if (nanoseconds < 1000000000)
+    return llvm::formatv("{0:F1} ms", nanoseconds / 1e6);
+  return llvm::formatv("{0:F1} s", nanoseconds / 1e9);
+}
+
 /// "1 message", "2 messages".
 std::string counted(uint64_t count, llvm::StringRef noun) {
   return llvm::formatv("{0} {1}{2}", count, noun, count == 1 ? "" : "s");
@@ -219,9 +228,10 @@ Picture::Picture(llvm::StringRef name, const m2n_plan_header_t &header,
   double bound = header.lower_bound_ns
                      ? double(header.predicted_ns) / header.lower_bound_ns
                      : 1.0;
-  title_.push_back({llvm::formatv("{0}; predicted {1:F1} us, {2:F2}x the "
-                                  "lower bound",
-                                  copies, header.predicted_ns / 1e3, bound)});
+  title_.push_back({llvm::formatv("{0}; predicted {1}, {2:F2}x the lower "
+                                  "bound",
+                                  copies, humanTime(header.predicted_ns),
+                                  bound)});
   if (blockSize_ > 1) {
     uint32_t last = worldSize_ % blockSize_;
     title_.push_back(
@@ -329,11 +339,11 @@ void Picture::drawCells(llvm::raw_ostream &os) const {
 int barGap(int cell) { return cell >= 6 ? 1 : 0; }
 
 void Picture::drawSendBars(llvm::raw_ostream &os) const {
+  if (maxSend_ == 0)
+    return;
   os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" fill=\"#444\">sends (max {2})"
                       "</text>\n",
                       barsLeft_, top_ - 20, humanBytes(maxSend_));
-  if (maxSend_ == 0)
-    return;
   int gap = barGap(cell_);
   for (uint32_t cell = 0; cell < cells_.size; ++cell) {
     uint64_t bytes = cells_.sendBytes[cell];
@@ -363,11 +373,11 @@ void Picture::drawSendBars(llvm::raw_ostream &os) const {
 }
 
 void Picture::drawReceiveBars(llvm::raw_ostream &os) const {
+  if (maxReceive_ == 0)
+    return;
   os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" fill=\"#444\">receives (max "
                       "{2})</text>\n",
                       left_, barsTop_ + kBar + 16, humanBytes(maxReceive_));
-  if (maxReceive_ == 0)
-    return;
   int gap = barGap(cell_);
   for (uint32_t cell = 0; cell < cells_.size; ++cell) {
     uint64_t bytes = cells_.receiveBytes[cell];

@@ -3,9 +3,11 @@
 //   m2n compile SPEC.json -o PLAN.m2n [--bucket-bytes N] [--staging-bytes N]
 //                                     [--topology FILE] [--no-relay]
 //                                     [--emit-ir FILE]
+//                                     [--progress | --no-progress]
 //   m2n inspect PLAN.m2n [--json | --disassemble [--rank R]]
 //                        [--svg FILE] [--html FILE]
 //   m2n run PLAN.m2n --backend sim --src DIR --dst DIR
+//                    [--progress | --no-progress]
 //   mpirun -np W m2n run PLAN.m2n --backend mpi --src DIR --dst DIR
 //
 //===----------------------------------------------------------------------===//
@@ -140,6 +142,10 @@ int runInspect() {
   if (disassemble && (!svgPath.empty() || !htmlPath.empty())) {
     errs() << "error: --svg and --html draw the summary and exclude "
               "--disassemble\n";
+    return 1;
+  }
+  if (!svgPath.empty() && svgPath == htmlPath) {
+    errs() << "error: --svg and --html name the same file\n";
     return 1;
   }
   m2n::driver::InspectOptions options;

@@ -179,6 +179,36 @@ TEST_F(PlanTraffic, DrawsACellPerPairAndTheImbalance) {
   EXPECT_THAT(svg, HasSubstr("local copies 12 B within ranks (not drawn)"));
 }
 
+TEST(PlanPicture, DrawsManyRanksInBlocks) {
+  // 129 ranks: rank 0 sends 4 bytes to rank 128, alone in the last block.
+  PlanWriter writer;
+  writer.setWorldSize(129);
+  writer.setStepCount(1);
+  uint32_t u = writer.addTensor("u", M2N_DTYPE_U8, {4});
+  uint32_t source = writer.addBinding(0, u, M2N_ROLE_SOURCE, {0}, {4});
+  uint32_t destination =
+      writer.addBinding(128, u, M2N_ROLE_DESTINATION, {0}, {4});
+  writer.step(0, 0);
+  writer.sendDirect(0, 128, source, 0, 4);
+  writer.step(128, 0);
+  writer.recvDirect(128, 0, destination, 0, 4);
+  writer.setTraffic(0, 4, 0);
+  writer.setTraffic(128, 0, 4);
+  std::vector<uint8_t> bytes = writer.finish();
+  m2n_plan_t plan = nullptr;
+  ASSERT_EQ(m2n_plan_load_memory(bytes.data(), bytes.size(), &plan), nullptr);
+  std::string svg =
+      drawSvg("wide.m2n", plan->plan.header(), trafficOf(plan->plan));
+  m2n_plan_destroy(plan);
+  EXPECT_THAT(svg, HasSubstr("129 ranks drawn in 65 blocks of 2 (the last of "
+                             "1): each cell and bar is a block's total"));
+  EXPECT_EQ(occurrences(svg, "class=\"cell\""), 1u);
+  EXPECT_THAT(svg, HasSubstr("<title>ranks 0-1 to rank 128: 4 bytes in 1 "
+                             "message</title>"));
+  EXPECT_THAT(svg, HasSubstr("<title>ranks 0-1 send 4 bytes in 1 message"
+                             "</title>"));
+}
+
 TEST_F(PlanTraffic, EscapesTheName) {
   std::string svg = drawSvg("a<b>&\"c\".m2n", plan().header(),
                             trafficOf(plan()));
