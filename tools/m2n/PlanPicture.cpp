@@ -80,8 +80,7 @@ std::string escaped(llvm::StringRef text) {
 std::string humanBytes(uint64_t bytes) {
   if (bytes < 1024)
     return llvm::formatv("{0} B", bytes);
-  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB",
-                                      "EiB"};
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double value = bytes / 1024.0;
   size_t unit = 0;
   for (; value >= 1024 && unit + 1 < std::size(units); ++unit)
@@ -110,21 +109,16 @@ std::string colourOf(double fraction) {
   double t = position - low;
   std::string colour = "#";
   for (size_t channel = 0; channel < 3; ++channel) {
-    double value =
-        kRamp[low][channel] + t * (kRamp[low + 1][channel] - kRamp[low][channel]);
+    double value = kRamp[low][channel] +
+                   t * (kRamp[low + 1][channel] - kRamp[low][channel]);
     colour += llvm::formatv("{0:x-2}", static_cast<int>(std::lround(value)));
   }
   return colour;
 }
 
-/// The busiest rank of `perRank` against the average of those not idle.
-struct Busiest {
-  uint32_t rank = 0;
-  uint64_t bytes = 0;
-  uint64_t active = 0;
-  double ratio = 0;
-};
-
+/// The average over the ranks that are not idle: in a refit half the ranks
+/// may only send and the other half only receive, and an average over all
+/// would make a balanced plan look twice as uneven.
 double activeAverage(const std::vector<uint64_t> &perRank) {
   uint64_t total = 0, active = 0;
   for (uint64_t bytes : perRank)
@@ -134,6 +128,16 @@ double activeAverage(const std::vector<uint64_t> &perRank) {
     }
   return active ? double(total) / active : 0;
 }
+
+/// The busiest rank (the lowest of a tie), and how it compares.
+struct Busiest {
+  uint32_t rank = 0;
+  uint64_t bytes = 0;
+  /// Ranks that are not idle, and the busiest one's bytes over their
+  /// average.
+  uint64_t active = 0;
+  double ratio = 0;
+};
 
 Busiest busiestOf(const std::vector<uint64_t> &perRank) {
   Busiest busiest;
@@ -176,9 +180,7 @@ private:
   void layOut();
   /// Who row or column `cell` stands for: "rank 5" or "ranks 3-5".
   std::string ranksOf(uint32_t cell) const;
-  int cellCentre(uint32_t cell) const {
-    return cell * cell_ + cell_ / 2;
-  }
+  int cellCentre(uint32_t cell) const { return cell * cell_ + cell_ / 2; }
 
   void drawTitle(llvm::raw_ostream &os) const;
   void drawAxes(llvm::raw_ostream &os) const;
@@ -207,31 +209,28 @@ Picture::Picture(llvm::StringRef name, const m2n_plan_header_t &header,
     : name_(name.str()), worldSize_(traffic.size),
       blockSize_(pictureBlockSize(traffic.size)),
       cells_(blockSize_ == 1 ? traffic : inBlocks(traffic, blockSize_)) {
-  title_.push_back(
-      {llvm::formatv("{0}: {1}, {2}, {3}, {4}, {5} on the wire", name_,
-                     counted(worldSize_, "rank"),
-                     counted(header.tensor_count, "tensor"),
-                     counted(header.step_count, "step"),
-                     counted(traffic.messageCount, "message"),
-                     humanBytes(traffic.wireBytes))});
+  title_.push_back({llvm::formatv("{0}: {1}, {2}, {3}, {4}, {5} on the wire",
+                                  name_, counted(worldSize_, "rank"),
+                                  counted(header.tensor_count, "tensor"),
+                                  counted(header.step_count, "step"),
+                                  counted(traffic.messageCount, "message"),
+                                  humanBytes(traffic.wireBytes))});
   if (traffic.messageCount == 0) {
     title_.push_back({"no messages: nothing crosses between ranks"});
   } else {
     title_.push_back(busiestLine("sender", traffic.sendBytes));
     title_.push_back(busiestLine("receiver", traffic.receiveBytes));
   }
-  std::string copies =
-      traffic.localCopyTotal
-          ? "local copies " + humanBytes(traffic.localCopyTotal) +
-                " within ranks (not drawn)"
-          : "no local copies";
+  std::string copies = "no local copies";
+  if (traffic.localCopyTotal)
+    copies = "local copies " + humanBytes(traffic.localCopyTotal) +
+             " within ranks (not drawn)";
   double bound = header.lower_bound_ns
                      ? double(header.predicted_ns) / header.lower_bound_ns
                      : 1.0;
-  title_.push_back({llvm::formatv("{0}; predicted {1}, {2:F2}x the lower "
-                                  "bound",
-                                  copies, humanTime(header.predicted_ns),
-                                  bound)});
+  title_.push_back(
+      {llvm::formatv("{0}; predicted {1}, {2:F2}x the lower bound", copies,
+                     humanTime(header.predicted_ns), bound)});
   if (blockSize_ > 1) {
     uint32_t last = worldSize_ % blockSize_;
     title_.push_back(
@@ -261,8 +260,8 @@ void Picture::layOut() {
   for (size_t i = 0; i < title_.size(); ++i)
     text = std::max(text, static_cast<int>(title_[i].text.size()) *
                               (i == 0 ? kBoldCharWidth : kCharWidth));
-  width_ = std::max({barsLeft_ + kBar + 48, 2 * kPad + text,
-                     left_ + kLegendWidth + 120});
+  width_ = std::max(
+      {barsLeft_ + kBar + 48, 2 * kPad + text, left_ + kLegendWidth + 120});
   height_ = legendTop_ + 40 + kPad;
 }
 
@@ -364,7 +363,8 @@ void Picture::drawSendBars(llvm::raw_ostream &os) const {
         blockSize_ > 1 ? "send" : "sends", counted(bytes, "byte"),
         counted(cells_.sendMessages[cell], "message"), copies);
   }
-  double average = barsLeft_ + activeAverage(cells_.sendBytes) / maxSend_ * kBar;
+  double average =
+      barsLeft_ + activeAverage(cells_.sendBytes) / maxSend_ * kBar;
   os << llvm::formatv("<line x1=\"{0:F1}\" y1=\"{1}\" x2=\"{0:F1}\" y2=\"{2}\" "
                       "stroke=\"#222\" stroke-dasharray=\"3 2\"/>\n"
                       "<text x=\"{0:F1}\" y=\"{3}\" font-size=\"10\" "
@@ -390,7 +390,8 @@ void Picture::drawReceiveBars(llvm::raw_ostream &os) const {
         left_ + cell * cell_ + gap, barsTop_, cell_ - 2 * gap,
         std::max<int64_t>(1, std::lround(double(bytes) / maxReceive_ * kBar)),
         kBarFill, ranksOf(cell), blockSize_ > 1 ? "receive" : "receives",
-        counted(bytes, "byte"), counted(cells_.receiveMessages[cell], "message"));
+        counted(bytes, "byte"),
+        counted(cells_.receiveMessages[cell], "message"));
   }
   double average =
       barsTop_ + activeAverage(cells_.receiveBytes) / maxReceive_ * kBar;
@@ -485,8 +486,8 @@ void writeStepTable(llvm::raw_ostream &os, const Traffic &traffic) {
 } // namespace
 
 uint32_t pictureBlockSize(uint32_t worldSize) {
-  return std::max<uint32_t>(
-      1, (worldSize + kMaxPictureCells - 1) / kMaxPictureCells);
+  return std::max<uint32_t>(1, (worldSize + kMaxPictureCells - 1) /
+                                   kMaxPictureCells);
 }
 
 std::string drawSvg(llvm::StringRef name, const m2n_plan_header_t &header,

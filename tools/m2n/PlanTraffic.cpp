@@ -52,8 +52,8 @@ void readRank(const LoadedPlan &plan, uint32_t rank, Traffic &traffic,
       break;
     case M2N_OP_SEND:
     case M2N_OP_SEND_DIRECT:
-      messages.push_back({step, rank, instruction.transfer.peer,
-                          instruction.transfer.bytes});
+      messages.push_back(
+          {step, rank, instruction.transfer.peer, instruction.transfer.bytes});
       break;
     default:
       break;
@@ -129,12 +129,10 @@ Traffic trafficOf(const LoadedPlan &plan) {
   llvm::ArrayRef<Message> rest = messages;
   while (!rest.empty()) {
     uint64_t step = rest.front().step;
-    size_t count = llvm::find_if(rest, [&](const Message &message) {
-                     return message.step != step;
-                   }) -
-                   rest.begin();
-    traffic.steps[step] = stepOf(rest.take_front(count), sent, received);
-    rest = rest.drop_front(count);
+    llvm::ArrayRef<Message> ofStep = rest.take_while(
+        [&](const Message &message) { return message.step == step; });
+    traffic.steps[step] = stepOf(ofStep, sent, received);
+    rest = rest.drop_front(ofStep.size());
   }
   return traffic;
 }
@@ -144,8 +142,8 @@ Traffic inBlocks(const Traffic &traffic, uint32_t blockSize) {
   Traffic result = zeroTraffic(blocks);
   for (uint32_t sender = 0; sender < traffic.size; ++sender)
     for (uint32_t receiver = 0; receiver < traffic.size; ++receiver) {
-      uint64_t pair = uint64_t(sender / blockSize) * blocks +
-                      receiver / blockSize;
+      uint64_t pair =
+          uint64_t(sender / blockSize) * blocks + receiver / blockSize;
       result.bytes[pair] += traffic.pairBytes(sender, receiver);
       result.messages[pair] += traffic.pairMessages(sender, receiver);
     }

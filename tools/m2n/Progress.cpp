@@ -53,9 +53,9 @@ void ProgressLine::draw() {
     return std::chrono::duration<double>(duration).count();
   };
   Clock::time_point now = Clock::now();
-  std::string text = llvm::formatv("{0}  {1:F1} s ({2:F1} s in all)", label_,
-                                   seconds(now - phaseStart_),
-                                   seconds(now - start_));
+  std::string text =
+      llvm::formatv("{0}  {1:F1} s ({2:F1} s in all)", label_,
+                    seconds(now - phaseStart_), seconds(now - start_));
   size_t length = text.size();
   if (length < drawn_)
     text.append(drawn_ - length, ' ');

@@ -1,7 +1,7 @@
 //===- PlanTrafficTest.cpp - A plan's traffic and its picture -------------===//
 
-#include "PlanPicture.h"
 #include "PlanTraffic.h"
+#include "PlanPicture.h"
 
 #include "m2n/plan_writer.h"
 #include "plan_internal.h"
@@ -210,8 +210,8 @@ TEST(PlanPicture, DrawsManyRanksInBlocks) {
 }
 
 TEST_F(PlanTraffic, EscapesTheName) {
-  std::string svg = drawSvg("a<b>&\"c\".m2n", plan().header(),
-                            trafficOf(plan()));
+  std::string svg =
+      drawSvg("a<b>&\"c\".m2n", plan().header(), trafficOf(plan()));
   EXPECT_THAT(svg, HasSubstr("a&lt;b&gt;&amp;&quot;c&quot;.m2n"));
   EXPECT_THAT(svg, ::testing::Not(HasSubstr("a<b>")));
 }
