@@ -119,6 +119,10 @@ int runCompile() {
   std::optional<m2n::driver::ProgressMode> mode = progressMode();
   if (!mode)
     return 1;
+  if (outputPath == irPath) {
+    errs() << "error: -o and --emit-ir name the same file\n";
+    return 1;
+  }
   m2n::driver::CompileOptions options;
   options.progress = *mode;
   options.specPath = specPath;
