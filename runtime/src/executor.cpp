@@ -169,6 +169,10 @@ public:
   m2n_status_t bind(const char *tensorName, m2n_role_t role, void *data,
                     m2n_dtype_t dtype, uint32_t ndim, const int64_t *shape);
   m2n_status_t run();
+  void setStepCallback(m2n_executor_step_fn fn, void *userData) {
+    onStep_ = fn;
+    onStepData_ = userData;
+  }
   const m2n_executor_stats_t &stats() const { return stats_; }
 
 private:
@@ -192,6 +196,8 @@ private:
   std::vector<TransferOp> ops_; // one step's, reused
   m2n_executor_stats_t planned_ = {};
   m2n_executor_stats_t stats_ = {};
+  m2n_executor_step_fn onStep_ = nullptr;
+  void *onStepData_ = nullptr;
 };
 
 m2n_status_t RankExecutor::init() {
@@ -350,6 +356,8 @@ m2n_status_t RankExecutor::execute() {
     walk(copy, slots_[copy.runs.from_binding].data,
          slots_[copy.runs.to_binding].data);
   for (const StepProgram &step : program_.steps) {
+    if (onStep_)
+      onStep_(onStepData_, step.step);
     for (const Instruction &pack : step.packs)
       walk(pack, slots_[pack.runs.from_binding].data, staging_.get());
     ops_.clear();
@@ -422,6 +430,15 @@ m2n_status_t m2n_executor_run(m2n_executor_t executor) {
   if (!executor)
     return nullArgument("m2n_executor_run");
   return executor->executor.run();
+}
+
+m2n_status_t m2n_executor_set_step_callback(m2n_executor_t executor,
+                                            m2n_executor_step_fn fn,
+                                            void *user_data) {
+  if (!executor)
+    return nullArgument("m2n_executor_set_step_callback");
+  executor->executor.setStepCallback(fn, user_data);
+  return nullptr;
 }
 
 m2n_status_t m2n_executor_get_stats(m2n_executor_t executor,

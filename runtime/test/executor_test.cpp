@@ -96,6 +96,39 @@ TEST(Executor, CountsWhatItMoves) {
   EXPECT_EQ(rank4.runs, 1u);
 }
 
+TEST(Executor, ReportsEachStepItBegins) {
+  // Rank 2 has work in step 1 only; the others in steps 0, 1 and 2.
+  SimRefit refit(multiStepPlan());
+  std::vector<std::vector<uint64_t>> begun(3);
+  refit.onExecutor([&](int rank, m2n_executor_t executor) {
+    auto record = [](void *steps, uint64_t step) {
+      static_cast<std::vector<uint64_t> *>(steps)->push_back(step);
+    };
+    EXPECT_EQ(m2n_executor_set_step_callback(executor, record, &begun[rank]),
+              nullptr);
+  });
+  expectAllOk(refit.run(2));
+  EXPECT_THAT(begun[0], ::testing::ElementsAre(0, 1, 2, 0, 1, 2));
+  EXPECT_THAT(begun[1], ::testing::ElementsAre(0, 1, 2, 0, 1, 2));
+  EXPECT_THAT(begun[2], ::testing::ElementsAre(1, 1));
+}
+
+TEST(Executor, StopsReportingStepsWhenTheCallbackIsCleared) {
+  SimRefit refit(multiStepPlan());
+  int calls = 0;
+  refit.onExecutor([&](int, m2n_executor_t executor) {
+    auto count = [](void *calls, uint64_t) { ++*static_cast<int *>(calls); };
+    m2n_status_free(m2n_executor_set_step_callback(executor, count, &calls));
+    EXPECT_EQ(m2n_executor_set_step_callback(executor, nullptr, nullptr),
+              nullptr);
+  });
+  expectAllOk(refit.run());
+  EXPECT_EQ(calls, 0);
+  Outcome null = outcome(m2n_executor_set_step_callback(nullptr, nullptr,
+                                                        nullptr));
+  EXPECT_EQ(null.code, M2N_STATUS_INVALID_ARGUMENT);
+}
+
 TEST(Executor, WorksFromC) {
   PlanWriter writer;
   writer.setWorldSize(1);

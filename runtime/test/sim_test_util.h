@@ -97,6 +97,11 @@ public:
     hook_ = std::move(hook);
   }
 
+  /// Called with each rank's executor once it is made, before it binds.
+  void onExecutor(std::function<void(int, m2n_executor_t)> hook) {
+    executorHook_ = std::move(hook);
+  }
+
   /// Runs every rank `runs` times (sources refilled with salt r before run
   /// r) and returns the outcome of each rank's last run.
   std::vector<Outcome> run(int runs = 1);
@@ -126,6 +131,7 @@ private:
   std::vector<std::function<bool(const std::string &, m2n_role_t)>> skips_;
   std::vector<std::function<void(m2n_transport_t)>> bodies_;
   std::function<void(int, m2n_transport_t)> hook_;
+  std::function<void(int, m2n_executor_t)> executorHook_;
   std::vector<m2n_executor_stats_t> stats_;
 };
 
@@ -153,6 +159,8 @@ inline Outcome SimRefit::runRank(int rank, int runs) {
   m2n_executor_t executor = nullptr;
   result = outcome(m2n_executor_create(plans_[rank], transport, &executor));
   if (result.ok()) {
+    if (executorHook_)
+      executorHook_(rank, executor);
     auto skip = rank < static_cast<int>(skips_.size()) ? skips_[rank] : nullptr;
     buffers_[rank]->bindAll(executor, skip);
     for (int r = 0; r < runs && result.ok(); ++r) {

@@ -3,6 +3,8 @@
 #ifndef M2N_TOOLS_M2N_COMMANDS_H
 #define M2N_TOOLS_M2N_COMMANDS_H
 
+#include "Progress.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -21,6 +23,7 @@ struct CompileOptions {
   bool relay = true;
   /// Also write the compiled IR here, when not empty.
   std::string irPath;
+  ProgressMode progress = ProgressMode::Auto;
 };
 
 struct InspectOptions {
@@ -29,6 +32,10 @@ struct InspectOptions {
   bool disassemble = false;
   /// The rank to disassemble, or -1 for all.
   int rank = -1;
+  /// Also draw the traffic here, when not empty: a standalone SVG picture,
+  /// and an HTML page with the picture and a table of the steps.
+  std::string svgPath;
+  std::string htmlPath;
 };
 
 struct RunOptions {
@@ -37,6 +44,7 @@ struct RunOptions {
   std::string backend = "sim";
   std::string srcDir;
   std::string dstDir;
+  ProgressMode progress = ProgressMode::Auto;
 };
 
 /// Each returns the process's exit status; errors go to stderr.
@@ -44,10 +52,16 @@ int compile(const CompileOptions &options);
 int inspect(const InspectOptions &options);
 int run(const RunOptions &options);
 
-/// Writes `bytes` to `path` through a temporary file beside it, renamed
-/// over `path` only once complete, so that a failure leaves `path` as it
-/// was. Prints the error and returns false on failure.
-bool writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes);
+struct FileContents {
+  llvm::StringRef path;
+  llvm::StringRef bytes;
+};
+
+/// Writes each file through a temporary file beside it, and renames the
+/// temporary files over the paths only once all are complete, so that a
+/// failure to write any leaves every path as it was. The paths must differ.
+/// Prints the error and returns false on failure.
+bool writeFilesAtomically(llvm::ArrayRef<FileContents> files);
 
 } // namespace m2n::driver
 

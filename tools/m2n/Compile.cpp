@@ -1,6 +1,7 @@
 //===- Compile.cpp - m2n compile: a refit spec to a plan file -------------===//
 
 #include "Commands.h"
+#include "Progress.h"
 
 #include "m2n/Dialect/M2N/IR/M2NDialect.h"
 #include "m2n/Dialect/M2N/IR/M2NOps.h"
@@ -12,34 +13,52 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace m2n::driver {
 
-bool writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes) {
-  std::string temp =
-      (path + ".tmp" + llvm::Twine(llvm::sys::Process::getProcessId())).str();
+/// Writes `bytes` to a new file `path`.
+static std::error_code writeNewFile(const std::string &path,
+                                    llvm::StringRef bytes) {
   std::error_code error;
-  {
-    llvm::raw_fd_ostream out(temp, error, llvm::sys::fs::OF_None);
-    if (!error) {
-      out << bytes;
-      out.close();
-      error = out.error();
-    }
+  llvm::raw_fd_ostream out(path, error, llvm::sys::fs::OF_None);
+  if (error)
+    return error;
+  out << bytes;
+  out.close();
+  error = out.error();
+  // A stream that still holds an error at its end aborts the process.
+  out.clear_error();
+  return error;
+}
+
+bool writeFilesAtomically(llvm::ArrayRef<FileContents> files) {
+  std::vector<std::string> temps;
+  auto fail = [&](llvm::StringRef path, std::error_code error) {
+    for (const std::string &temp : temps)
+      llvm::sys::fs::remove(temp);
+    llvm::errs() << "error: cannot write '" << path << "': " << error.message()
+                 << "\n";
+    return false;
+  };
+  for (const FileContents &file : files) {
+    temps.push_back((file.path + ".tmp" +
+                     llvm::Twine(llvm::sys::Process::getProcessId()))
+                        .str());
+    if (std::error_code error = writeNewFile(temps.back(), file.bytes))
+      return fail(file.path, error);
   }
-  if (!error)
-    error = llvm::sys::fs::rename(temp, path);
-  if (!error)
-    return true;
-  llvm::sys::fs::remove(temp);
-  llvm::errs() << "error: cannot write '" << path << "': " << error.message()
-               << "\n";
-  return false;
+  for (size_t i = 0; i < files.size(); ++i)
+    if (std::error_code error = llvm::sys::fs::rename(temps[i], files[i].path))
+      return fail(files[i].path, error);
+  return true;
 }
 
 static void setPipelineOptions(const CompileOptions &options,
@@ -48,6 +67,42 @@ static void setPipelineOptions(const CompileOptions &options,
   pipeline.stagingBytes = options.stagingBytes;
   pipeline.topology = options.topologyPath;
   pipeline.relay = options.relay;
+}
+
+namespace {
+
+/// Puts each pass of the pipeline on the progress line as it starts.
+class PassProgress : public mlir::PassInstrumentation {
+public:
+  PassProgress(ProgressLine &line, size_t passes)
+      : line_(line), passes_(passes) {}
+
+  void runBeforePass(mlir::Pass *pass, mlir::Operation *) override {
+    llvm::StringRef name = pass->getArgument();
+    if (name.empty())
+      name = pass->getName();
+    line_.begin(llvm::formatv("m2n compile: pass {0}/{1} {2}", ++started_,
+                              passes_, name));
+  }
+
+private:
+  ProgressLine &line_;
+  size_t passes_;
+  size_t started_ = 0;
+};
+
+} // namespace
+
+/// Ends `progress` at the first diagnostic, so that the diagnostic prints
+/// on a clean line and nothing draws over it.
+static void endOnDiagnostic(mlir::MLIRContext &context,
+                            ProgressLine &progress) {
+  // Handlers registered later run first; failure() hands the diagnostic on
+  // to the one that prints it.
+  context.getDiagEngine().registerHandler([&progress](mlir::Diagnostic &) {
+    progress.finish();
+    return mlir::failure();
+  });
 }
 
 /// The compiled IR as text, for --emit-ir.
@@ -69,9 +124,13 @@ int compile(const CompileOptions &options) {
     llvm::errs() << llvm::toString(spec.takeError()) << "\n";
     return 1;
   }
+  // Declared before the context, whose diagnostic handler refers to it.
+  ProgressLine progress(options.progress);
   mlir::MLIRContext context;
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  endOnDiagnostic(context, progress);
+  progress.begin("m2n compile: importing the spec");
   mlir::OwningOpRef<mlir::ModuleOp> module =
       importRefitSpec(*spec, options.specPath, &context);
   mlir::PassManager pm(&context);
@@ -82,9 +141,12 @@ int compile(const CompileOptions &options) {
   CompilePipelineOptions pipeline;
   setPipelineOptions(options, pipeline);
   buildCompilePipeline(pm, pipeline);
+  if (progress.enabled())
+    pm.addInstrumentation(std::make_unique<PassProgress>(progress, pm.size()));
   if (mlir::failed(pm.run(*module)) || mlir::failed(mlir::verify(*module)))
     return 1;
 
+  progress.begin("m2n compile: exporting the plan");
   RefitOp refit = *module->getOps<RefitOp>().begin();
   mlir::FailureOr<plan::Plan> plan = readPlan(refit);
   mlir::FailureOr<plan::CostModel> model =
@@ -92,15 +154,16 @@ int compile(const CompileOptions &options) {
   if (mlir::failed(plan) || mlir::failed(model))
     return 1;
   std::vector<uint8_t> bytes = exportPlan(*plan, model->cost(*plan));
-  if (!options.irPath.empty() &&
-      !writeFileAtomically(options.irPath, printed(*module)))
-    return 1;
-  return writeFileAtomically(
-             options.outputPath,
-             llvm::StringRef(reinterpret_cast<const char *>(bytes.data()),
-                             bytes.size()))
-             ? 0
-             : 1;
+  std::string ir = options.irPath.empty() ? "" : printed(*module);
+  // A failed write prints its error on a clean line.
+  progress.finish();
+  std::vector<FileContents> files = {
+      {options.outputPath,
+       llvm::StringRef(reinterpret_cast<const char *>(bytes.data()),
+                       bytes.size())}};
+  if (!options.irPath.empty())
+    files.push_back({options.irPath, ir});
+  return writeFilesAtomically(files) ? 0 : 1;
 }
 
 } // namespace m2n::driver

@@ -1,12 +1,14 @@
 //===- Inspect.cpp - m2n inspect: what a plan file does -------------------===//
 
 #include "Commands.h"
+#include "PlanPicture.h"
 
 #include "m2n/plan.h"
 #include "plan_internal.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <vector>
@@ -112,6 +114,27 @@ void printText(llvm::StringRef path, const m2n_plan_header_t &header,
   }
 }
 
+/// Writes the pictures that `options` asks for: all of them, or on failure
+/// none.
+bool writePictures(const InspectOptions &options, const LoadedPlan &plan) {
+  if (options.svgPath.empty() && options.htmlPath.empty())
+    return true;
+  Traffic traffic = trafficOf(plan);
+  // The file's name, not its path: the picture may travel.
+  llvm::StringRef name = llvm::sys::path::filename(options.planPath);
+  std::string svg, html;
+  std::vector<FileContents> files;
+  if (!options.svgPath.empty()) {
+    svg = drawSvg(name, plan.header(), traffic);
+    files.push_back({options.svgPath, svg});
+  }
+  if (!options.htmlPath.empty()) {
+    html = drawHtml(name, plan.header(), traffic);
+    files.push_back({options.htmlPath, html});
+  }
+  return writeFilesAtomically(files);
+}
+
 /// Prints a status's message and frees it.
 int fail(m2n_status_t status) {
   llvm::errs() << "error: " << m2n_status_message(status) << "\n";
@@ -134,6 +157,8 @@ int inspect(const InspectOptions &options) {
     else
       llvm::outs() << text;
     m2n_free(text);
+  } else if (!writePictures(options, plan->plan)) {
+    result = 1;
   } else {
     const LoadedPlan &loaded = plan->plan;
     Summary summary = summarize(loaded);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "Progress.h"
 
 #include "m2n/executor.h"
 #include "m2n/plan.h"
@@ -16,9 +17,13 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,6 +64,55 @@ struct Shard {
   void *data = nullptr;
 };
 
+/// How far a run has come, on the progress line. A rank's position is the
+/// step it works on, or the step count once it is done; it has nothing to do
+/// in the steps it skips, so every step below the lowest position is done.
+class StepProgress {
+public:
+  /// Over `ranks` ranks, shown as "WHO: step S/N".
+  StepProgress(ProgressLine &line, std::string who, uint32_t ranks,
+               uint32_t stepCount)
+      : line_(line), who_(std::move(who)), positions_(ranks, 0),
+        stepCount_(stepCount) {
+    show(0);
+  }
+
+  /// What a rank's executor reports its steps to.
+  struct Rank {
+    StepProgress *progress;
+    uint32_t index;
+
+    void done() { progress->move(index, progress->stepCount_); }
+  };
+
+  /// An m2n_executor_step_fn; `rank` is a Rank.
+  static void begins(void *rank, uint64_t step) {
+    Rank *r = static_cast<Rank *>(rank);
+    r->progress->move(r->index, step);
+  }
+
+private:
+  void move(uint32_t rank, uint64_t position) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    uint64_t before = *std::min_element(positions_.begin(), positions_.end());
+    positions_[rank] = position;
+    uint64_t after = *std::min_element(positions_.begin(), positions_.end());
+    if (after != before)
+      show(after);
+  }
+  void show(uint64_t lowest) {
+    if (lowest < stepCount_)
+      line_.begin(
+          llvm::formatv("{0}: step {1}/{2}", who_, lowest + 1, stepCount_));
+  }
+
+  ProgressLine &line_;
+  std::string who_;
+  std::vector<uint64_t> positions_;
+  uint32_t stepCount_;
+  std::mutex mutex_;
+};
+
 /// A rank's shards, its loaded input file and its output buffers.
 struct RankWork {
   uint32_t rank = 0;
@@ -66,6 +120,8 @@ struct RankWork {
   m2n_safetensors_t input = nullptr;
   std::vector<std::vector<uint8_t>> outputs;
   std::string error;
+  /// Where its executor reports its steps, if anywhere.
+  std::optional<StepProgress::Rank> progress;
 
   RankWork() = default;
   RankWork(const RankWork &) = delete;
@@ -159,6 +215,9 @@ std::string execute(m2n_plan_t plan, m2n_transport_t transport,
   std::string error = take(m2n_executor_create(plan, transport, &executor));
   if (!error.empty())
     return error;
+  if (work.progress)
+    m2n_status_free(m2n_executor_set_step_callback(
+        executor, StepProgress::begins, &*work.progress));
   for (const Shard &shard : work.shards) {
     if (!shard.data && shard.byteSize > 0)
       continue;
@@ -204,12 +263,39 @@ std::string prepare(m2n_plan_t plan, const RunOptions &options,
   return error;
 }
 
+/// Runs every rank on a thread of its own. Every rank reports the same
+/// agreed failure, so each message is returned once.
+std::vector<std::string>
+executeAll(m2n_plan_t plan, m2n_sim_world_t world,
+           const std::vector<std::unique_ptr<RankWork>> &works) {
+  std::vector<std::thread> threads;
+  for (const std::unique_ptr<RankWork> &work : works)
+    threads.emplace_back([&, work = work.get()] {
+      m2n_transport_t transport = nullptr;
+      work->error = take(m2n_sim_world_transport(
+          world, static_cast<int>(work->rank), &transport));
+      if (work->error.empty())
+        work->error = execute(plan, transport, *work);
+      m2n_transport_destroy(transport);
+      if (work->progress)
+        work->progress->done();
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  std::vector<std::string> errors;
+  for (const std::unique_ptr<RankWork> &work : works)
+    if (!work->error.empty() && !llvm::is_contained(errors, work->error))
+      errors.push_back(work->error);
+  return errors;
+}
+
 /// All ranks on threads of this process; outputs are written only when
 /// every rank has succeeded.
-int runSim(m2n_plan_t plan, uint32_t worldSize, const RunOptions &options) {
+int runSim(m2n_plan_t plan, const m2n_plan_info_t &info,
+           const RunOptions &options) {
   std::vector<std::unique_ptr<RankWork>> works;
   bool failed = false;
-  for (uint32_t rank = 0; rank < worldSize; ++rank) {
+  for (uint32_t rank = 0; rank < info.world_size; ++rank) {
     works.push_back(std::make_unique<RankWork>());
     works.back()->rank = rank;
     std::string error = prepare(plan, options, *works.back());
@@ -223,47 +309,40 @@ int runSim(m2n_plan_t plan, uint32_t worldSize, const RunOptions &options) {
 
   m2n_sim_world_t world = nullptr;
   if (std::string error = take(
-          m2n_sim_world_create(static_cast<int>(worldSize), &world));
+          m2n_sim_world_create(static_cast<int>(info.world_size), &world));
       !error.empty()) {
     llvm::errs() << "error: " << error << "\n";
     return 1;
   }
-  std::vector<std::thread> threads;
-  for (std::unique_ptr<RankWork> &work : works)
-    threads.emplace_back([&, work = work.get()] {
-      m2n_transport_t transport = nullptr;
-      work->error = take(m2n_sim_world_transport(
-          world, static_cast<int>(work->rank), &transport));
-      if (work->error.empty())
-        work->error = execute(plan, transport, *work);
-      m2n_transport_destroy(transport);
-    });
-  for (std::thread &thread : threads)
-    thread.join();
+  ProgressLine line(options.progress);
+  std::optional<StepProgress> steps;
+  if (line.enabled()) {
+    steps.emplace(line, "m2n run", info.world_size, info.step_count);
+    for (std::unique_ptr<RankWork> &work : works)
+      work->progress = StepProgress::Rank{&*steps, work->rank};
+  }
+  std::vector<std::string> errors = executeAll(plan, world, works);
   m2n_sim_world_destroy(world);
-
-  // Every rank reports the same agreed failure; print each message once.
-  std::vector<std::string> errors;
-  for (const std::unique_ptr<RankWork> &work : works)
-    if (!work->error.empty() && !llvm::is_contained(errors, work->error))
-      errors.push_back(work->error);
+  if (errors.empty()) {
+    line.begin("m2n run: writing the outputs");
+    for (const std::unique_ptr<RankWork> &work : works)
+      if (std::string error = writeOutputs(options.dstDir, *work);
+          !error.empty()) {
+        errors.push_back(error);
+        break;
+      }
+  }
+  line.finish();
   for (const std::string &error : errors)
     llvm::errs() << "error: " << error << "\n";
-  if (!errors.empty())
-    return 1;
-  for (const std::unique_ptr<RankWork> &work : works)
-    if (std::string error = writeOutputs(options.dstDir, *work);
-        !error.empty()) {
-      llvm::errs() << "error: " << error << "\n";
-      return 1;
-    }
-  return 0;
+  return errors.empty() ? 0 : 1;
 }
 
 #ifdef M2N_HAVE_MPI
 /// This process is one rank; every rank checks its inputs, and the ranks
 /// agree before any data moves, so a bad input fails every rank.
-int runMpi(m2n_plan_t plan, uint32_t worldSize, const RunOptions &options) {
+int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
+           const RunOptions &options) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized)
@@ -274,8 +353,8 @@ int runMpi(m2n_plan_t plan, uint32_t worldSize, const RunOptions &options) {
   RankWork work;
   work.rank = static_cast<uint32_t>(rank);
   std::string error;
-  if (static_cast<uint32_t>(size) != worldSize)
-    error = "the plan has " + std::to_string(worldSize) +
+  if (static_cast<uint32_t>(size) != info.world_size)
+    error = "the plan has " + std::to_string(info.world_size) +
             " ranks but mpirun started " + std::to_string(size);
   m2n_transport_t transport = nullptr;
   if (error.empty())
@@ -283,12 +362,24 @@ int runMpi(m2n_plan_t plan, uint32_t worldSize, const RunOptions &options) {
   std::string inputError = error.empty() ? prepare(plan, options, work) : "";
   if (!inputError.empty())
     llvm::errs() << "error: rank " << rank << ": " << inputError << "\n";
+  // This rank's own steps; each process has its own line.
+  ProgressLine line(options.progress);
+  std::optional<StepProgress> steps;
+  if (line.enabled()) {
+    steps.emplace(line, "m2n run (rank " + std::to_string(rank) + ")", 1,
+                  info.step_count);
+    work.progress = StepProgress::Rank{&*steps, 0};
+  }
   // A rank with a bad input still runs, unbound, so that the agreement
   // fails every rank instead of leaving them waiting.
   if (error.empty())
     error = execute(plan, transport, work);
-  if (error.empty())
+  if (error.empty()) {
+    line.begin("m2n run (rank " + std::to_string(rank) +
+               "): writing the outputs");
     error = writeOutputs(options.dstDir, work);
+  }
+  line.finish();
   if (!error.empty() && inputError.empty())
     llvm::errs() << "error: rank " << rank << ": " << error << "\n";
   m2n_transport_destroy(transport);
@@ -318,10 +409,10 @@ int run(const RunOptions &options) {
   }
   int result = 1;
   if (options.backend == "sim")
-    result = runSim(plan, info.world_size, options);
+    result = runSim(plan, info, options);
 #ifdef M2N_HAVE_MPI
   else if (options.backend == "mpi")
-    result = runMpi(plan, info.world_size, options);
+    result = runMpi(plan, info, options);
 #endif
   else
     llvm::errs() << "error: unknown backend '" << options.backend

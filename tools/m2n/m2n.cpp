@@ -3,8 +3,11 @@
 //   m2n compile SPEC.json -o PLAN.m2n [--bucket-bytes N] [--staging-bytes N]
 //                                     [--topology FILE] [--no-relay]
 //                                     [--emit-ir FILE]
+//                                     [--progress | --no-progress]
 //   m2n inspect PLAN.m2n [--json | --disassemble [--rank R]]
+//                        [--svg FILE] [--html FILE]
 //   m2n run PLAN.m2n --backend sim --src DIR --dst DIR
+//                    [--progress | --no-progress]
 //   mpirun -np W m2n run PLAN.m2n --backend mpi --src DIR --dst DIR
 //
 //===----------------------------------------------------------------------===//
@@ -15,6 +18,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <optional>
 
 using namespace llvm;
 
@@ -64,6 +69,14 @@ cl::opt<int> disassembleRank("rank",
                              cl::desc("Disassemble this rank only"),
                              cl::init(-1), cl::sub(inspectCommand));
 
+cl::opt<std::string> svgPath(
+    "svg", cl::desc("Also draw the traffic between ranks as an SVG picture"),
+    cl::value_desc("file"), cl::sub(inspectCommand));
+cl::opt<std::string> htmlPath(
+    "html",
+    cl::desc("Also write an HTML page: the picture and a table of the steps"),
+    cl::value_desc("file"), cl::sub(inspectCommand));
+
 //===--- run --------------------------------------------------------------===//
 
 cl::opt<std::string> runPlanPath(cl::Positional, cl::desc("<plan.m2n>"),
@@ -79,8 +92,39 @@ cl::opt<std::string> dstDir(
     "dst", cl::desc("Where rank r writes rank{r}.safetensors"),
     cl::value_desc("dir"), cl::Required, cl::sub(runCommand));
 
+//===--- compile and run --------------------------------------------------===//
+
+cl::opt<bool> progress(
+    "progress",
+    cl::desc("Show progress on stderr even when it is not a terminal"),
+    cl::sub(compileCommand), cl::sub(runCommand));
+cl::opt<bool> noProgress("no-progress",
+                         cl::desc("Never show progress on stderr"),
+                         cl::sub(compileCommand), cl::sub(runCommand));
+
+/// Progress shows where stderr is a terminal, unless a flag says otherwise.
+std::optional<m2n::driver::ProgressMode> progressMode() {
+  if (progress && noProgress) {
+    errs() << "error: --progress and --no-progress exclude each other\n";
+    return std::nullopt;
+  }
+  if (progress)
+    return m2n::driver::ProgressMode::Always;
+  if (noProgress)
+    return m2n::driver::ProgressMode::Never;
+  return m2n::driver::ProgressMode::Auto;
+}
+
 int runCompile() {
+  std::optional<m2n::driver::ProgressMode> mode = progressMode();
+  if (!mode)
+    return 1;
+  if (outputPath == irPath) {
+    errs() << "error: -o and --emit-ir name the same file\n";
+    return 1;
+  }
   m2n::driver::CompileOptions options;
+  options.progress = *mode;
   options.specPath = specPath;
   options.outputPath = outputPath;
   options.bucketBytes = bucketBytes;
@@ -96,16 +140,34 @@ int runInspect() {
     errs() << "error: --json and --disassemble exclude each other\n";
     return 1;
   }
+  // The pictures draw the summary; the disassembly, perhaps of one rank, is
+  // another view of the plan, and a picture beside it would seem to be of
+  // that rank alone.
+  if (disassemble && (!svgPath.empty() || !htmlPath.empty())) {
+    errs() << "error: --svg and --html draw the summary and exclude "
+              "--disassemble\n";
+    return 1;
+  }
+  if (!svgPath.empty() && svgPath == htmlPath) {
+    errs() << "error: --svg and --html name the same file\n";
+    return 1;
+  }
   m2n::driver::InspectOptions options;
   options.planPath = inspectPath;
   options.json = json;
   options.disassemble = disassemble;
   options.rank = disassembleRank;
+  options.svgPath = svgPath;
+  options.htmlPath = htmlPath;
   return m2n::driver::inspect(options);
 }
 
 int runRun() {
+  std::optional<m2n::driver::ProgressMode> mode = progressMode();
+  if (!mode)
+    return 1;
   m2n::driver::RunOptions options;
+  options.progress = *mode;
   options.planPath = runPlanPath;
   options.backend = backend;
   options.srcDir = srcDir;

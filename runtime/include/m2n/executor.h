@@ -81,6 +81,18 @@ m2n_status_t m2n_executor_bind(m2n_executor_t executor,
  * ranks whose part was already done return success. */
 m2n_status_t m2n_executor_run(m2n_executor_t executor);
 
+/* Called on the thread of m2n_executor_run as the rank begins each step in
+ * which it has work, with the step's number, so that a caller can show how
+ * far a long refit has come. It runs between the rank's exchanges, so it
+ * must return quickly, and it must not call into the executor. */
+typedef void (*m2n_executor_step_fn)(void *user_data, uint64_t step);
+
+/* Calls `fn(user_data, step)` as every later run begins each of the rank's
+ * steps; a NULL `fn` stops the calls. */
+m2n_status_t m2n_executor_set_step_callback(m2n_executor_t executor,
+                                            m2n_executor_step_fn fn,
+                                            void *user_data);
+
 /* What the last completed run did; all zero before the first. */
 m2n_status_t m2n_executor_get_stats(m2n_executor_t executor,
                                     m2n_executor_stats_t *out);
