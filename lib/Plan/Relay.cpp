@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -304,6 +305,11 @@ struct TreeBasis {
   std::vector<int64_t> involved;
   size_t rootSlot = 0;
   std::vector<size_t> orderSlots;
+  /// The region's seconds over an intra-node and an inter-node link.
+  double intraSeconds = 0, interSeconds = 0;
+  /// The node of each involved rank, worked out once for all the fan-outs
+  /// tried: the rank-to-node division is not free.
+  std::vector<int64_t> nodes;
 
   TreeBasis(const Region &region, const TransferGroup &group, int64_t root,
             const CostModel &model)
@@ -318,6 +324,20 @@ struct TreeBasis {
     orderSlots.reserve(order.size());
     for (int64_t receiver : order)
       orderSlots.push_back(slotOf(receiver));
+    const Topology &topology = model.getTopology();
+    double bytes = static_cast<double>(region.bytes);
+    intraSeconds = bytes / topology.intraNodeBandwidth;
+    interSeconds = bytes / topology.interNodeBandwidth;
+    nodes.reserve(involved.size());
+    for (int64_t rank : involved)
+      nodes.push_back(topology.ranksPerNode > 0 ? rank / topology.ranksPerNode
+                                                : rank);
+  }
+
+  /// The seconds the region takes from involved rank `from` to receiver
+  /// `i` of `order`, as CostModel::bandwidth prices the link.
+  double seconds(size_t from, size_t i) const {
+    return nodes[from] == nodes[orderSlots[i]] ? intraSeconds : interSeconds;
   }
 
   /// The index of `rank`, one of `involved`, in it.
@@ -373,8 +393,7 @@ static std::optional<Tree> planTree(const Region &region,
   std::vector<std::pair<double, double>> own(basis.involved.size());
   for (size_t i = 0; i < count; ++i) {
     size_t from = i == 0 ? basis.rootSlot : basis.orderSlots[(i - 1) / fanOut];
-    double seconds = static_cast<double>(region.bytes) /
-                     model.bandwidth(basis.involved[from], basis.order[i]);
+    double seconds = basis.seconds(from, i);
     own[from].first += seconds;
     own[basis.orderSlots[i]].second += seconds;
   }
@@ -527,14 +546,23 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
     for (size_t g = 0; g < plan.groups.size(); ++g) {
       if (added[g].empty())
         continue;
+      // The kept slices stay in order, so only the added ones are sorted,
+      // and merged in.
       std::vector<Slice> &slices = plan.groups[g].slices;
       std::vector<Slice> kept;
+      kept.reserve(slices.size());
       for (size_t i = 0; i < slices.size(); ++i)
         if (!replaced[g][i])
           kept.push_back(std::move(slices[i]));
-      llvm::append_range(kept, added[g]);
       sortSlices(kept);
-      slices = std::move(kept);
+      sortSlices(added[g]);
+      slices.clear();
+      slices.reserve(kept.size() + added[g].size());
+      std::merge(std::make_move_iterator(kept.begin()),
+                 std::make_move_iterator(kept.end()),
+                 std::make_move_iterator(added[g].begin()),
+                 std::make_move_iterator(added[g].end()),
+                 std::back_inserter(slices), sliceLess);
     }
     if (stats.relayedRegions > 0) {
       // Messages name slices by index; those of a fused plan no longer
