@@ -1,6 +1,6 @@
 //===- BaselinesBench.cpp - m2n against what refits do today --------------===//
 //
-// For a DeepSeek-V3 sized refit, m2n's compiled plan and each baseline of
+// For DeepSeek-V3's refit (its preset), m2n's compiled plan and each baseline of
 // m2n/Plan/Baselines.h (gather and broadcast, per-tensor point-to-point,
 // padded all-to-all), all priced by the same cost model with the default
 // H200 topology, side by side as counters. The time measured is that of
@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CompiledPlan.h"
-#include "Models.h"
+#include "DeepSeekRefit.h"
 
 #include "m2n/Plan/Baselines.h"
 #include "m2n/Plan/CostModel.h"
@@ -28,7 +28,7 @@ using plan::PlanCost;
 namespace {
 
 /// The refit of a benchmark's arguments: training ranks, serving
-/// data-parallel replicas, serving tensor parallelism.
+/// data-parallel attention replicas, serving tensor parallelism.
 spec::RefitSpec refitSpec(const benchmark::State &state) {
   return bench::deepseekV3Refit(state.range(0), state.range(1), state.range(2));
 }

@@ -33,7 +33,7 @@ llvm::Expected<llvm::json::Value> m2n::parseJsonFile(StringRef text,
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 m2n::readTextFile(StringRef path) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+      llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
   if (!buffer)
     return llvm::createStringError(
         path + ": error: cannot read the file: " + buffer.getError().message());

@@ -526,7 +526,8 @@ llvm::Expected<RefitSpec> spec::readRefitSpec(StringRef path) {
       readTextFile(path);
   if (!buffer)
     return buffer.takeError();
-  return parseRefitSpec((*buffer)->getBuffer(), path);
+  return parseRefitSpec((*buffer)->getBuffer(),
+                        (*buffer)->getBufferIdentifier());
 }
 
 //===----------------------------------------------------------------------===//

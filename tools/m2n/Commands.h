@@ -47,10 +47,24 @@ struct RunOptions {
   ProgressMode progress = ProgressMode::Auto;
 };
 
+struct SpecOptions {
+  /// List the model presets instead.
+  bool list = false;
+  std::string model;
+  /// The parallelism of each side, as "pp4,ep16".
+  std::string train;
+  std::string gen;
+  /// Where the spec goes; empty or "-" for stdout.
+  std::string outputPath;
+  bool colocate = false;
+  std::string dtype = "BF16";
+};
+
 /// Each returns the process's exit status; errors go to stderr.
 int compile(const CompileOptions &options);
 int inspect(const InspectOptions &options);
 int run(const RunOptions &options);
+int generateSpec(const SpecOptions &options);
 
 struct FileContents {
   llvm::StringRef path;

@@ -9,6 +9,9 @@
 //   m2n run PLAN.m2n --backend sim --src DIR --dst DIR
 //                    [--progress | --no-progress]
 //   mpirun -np W m2n run PLAN.m2n --backend mpi --src DIR --dst DIR
+//   m2n spec --model NAME --train AXES --gen AXES [-o SPEC.json]
+//            [--colocate] [--dtype DTYPE]
+//   m2n spec --list
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +33,8 @@ cl::SubCommand compileCommand("compile",
 cl::SubCommand inspectCommand("inspect", "Summarize a plan file");
 cl::SubCommand runCommand("run",
                           "Run a plan over safetensors files, one per rank");
+cl::SubCommand specCommand("spec",
+                           "Generate the refit spec of a preset model");
 
 //===--- compile ----------------------------------------------------------===//
 
@@ -115,6 +120,27 @@ std::optional<m2n::driver::ProgressMode> progressMode() {
   return m2n::driver::ProgressMode::Auto;
 }
 
+//===--- spec -------------------------------------------------------------===//
+
+cl::opt<bool> listModels("list", cl::desc("List the model presets"),
+                         cl::sub(specCommand));
+cl::opt<std::string> model("model", cl::desc("The model preset (see --list)"),
+                           cl::value_desc("name"), cl::sub(specCommand));
+cl::opt<std::string>
+    train("train", cl::desc("The training parallelism, as pp4,tp8,fsdp8"),
+          cl::value_desc("axes"), cl::sub(specCommand));
+cl::opt<std::string>
+    gen("gen", cl::desc("The generation parallelism, as dp8,tp8"),
+        cl::value_desc("axes"), cl::sub(specCommand));
+cl::opt<std::string> specOutputPath(
+    "o", cl::desc("The spec file to write (default: stdout)"),
+    cl::value_desc("spec.json"), cl::sub(specCommand));
+cl::opt<bool> colocate("colocate",
+                       cl::desc("Generate on the training ranks"),
+                       cl::sub(specCommand));
+cl::opt<std::string> dtype("dtype", cl::desc("The dtype of the weights"),
+                           cl::init("BF16"), cl::sub(specCommand));
+
 int runCompile() {
   std::optional<m2n::driver::ProgressMode> mode = progressMode();
   if (!mode)
@@ -175,6 +201,18 @@ int runRun() {
   return m2n::driver::run(options);
 }
 
+int runSpec() {
+  m2n::driver::SpecOptions options;
+  options.list = listModels;
+  options.model = model;
+  options.train = train;
+  options.gen = gen;
+  options.outputPath = specOutputPath;
+  options.colocate = colocate;
+  options.dtype = dtype;
+  return m2n::driver::generateSpec(options);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -187,7 +225,9 @@ int main(int argc, char **argv) {
     return runInspect();
   if (runCommand)
     return runRun();
-  errs() << "error: expected a command: compile, inspect or run (see "
+  if (specCommand)
+    return runSpec();
+  errs() << "error: expected a command: compile, inspect, run or spec (see "
             "--help)\n";
   return 1;
 }

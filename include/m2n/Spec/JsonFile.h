@@ -23,7 +23,8 @@ namespace m2n {
 llvm::Expected<llvm::json::Value> parseJsonFile(llvm::StringRef text,
                                                 llvm::StringRef fileName);
 
-/// The contents of the file at `path`; failing that, an error naming it.
+/// The contents of the file at `path`, or of stdin when `path` is "-" (the
+/// buffer is then called "<stdin>"); failing that, an error naming it.
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 readTextFile(llvm::StringRef path);
 

@@ -81,7 +81,8 @@ std::optional<m2n::Placement> parsePlacement(llvm::StringRef text);
 llvm::Expected<RefitSpec> parseRefitSpec(llvm::StringRef text,
                                          llvm::StringRef fileName);
 
-/// parseRefitSpec on the contents of the file at `path`.
+/// parseRefitSpec on the contents of the file at `path`, or of stdin when
+/// `path` is "-"; errors then name it "<stdin>".
 llvm::Expected<RefitSpec> readRefitSpec(llvm::StringRef path);
 
 /// The spec as canonical JSON: 2-space indentation, keys in the order of the
