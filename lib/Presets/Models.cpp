@@ -74,8 +74,8 @@ ModelConfig deepseekV3(std::string name, std::string source, int64_t vocab,
 
 std::vector<ModelConfig> buildModels() {
   std::vector<ModelConfig> models;
-  models.push_back(llama3("llama-3-8b", "meta-llama/Meta-Llama-3-8B", 4096, 32,
-                          14336, 32));
+  models.push_back(
+      llama3("llama-3-8b", "meta-llama/Meta-Llama-3-8B", 4096, 32, 14336, 32));
   models.push_back(llama3("llama-3-70b", "meta-llama/Meta-Llama-3-70B", 8192,
                           80, 28672, 64));
   // The one preset with tied embeddings: it has no lm_head.
@@ -86,15 +86,15 @@ std::vector<ModelConfig> buildModels() {
   models.push_back(
       qwen3("qwen3-32b", "Qwen/Qwen3-32B", 5120, 64, 25600, 64, 8));
   // Every layer is MoE (decoder_sparse_step 1), without shared experts.
-  ModelConfig moe = qwen3("qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", 4096, 94,
-                          12288, 64, 4);
+  ModelConfig moe =
+      qwen3("qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", 4096, 94, 12288, 64, 4);
   moe.numExperts = 128;
   moe.moeIntermediateSize = 1536;
   models.push_back(moe);
   models.push_back(deepseekV3("deepseek-v3", "deepseek-ai/DeepSeek-V3", 129280,
                               128, 256, 3));
-  models.push_back(deepseekV3("kimi-k2", "moonshotai/Kimi-K2-Instruct", 163840,
-                              64, 384, 1));
+  models.push_back(
+      deepseekV3("kimi-k2", "moonshotai/Kimi-K2-Instruct", 163840, 64, 384, 1));
   return models;
 }
 
@@ -121,9 +121,10 @@ private:
   DType dtype;
   std::vector<ModelTensor> tensors;
 
-  void add(std::string name, std::vector<int64_t> shape, Role role,
-           int64_t layer) {
+  ModelTensor &add(std::string name, std::vector<int64_t> shape, Role role,
+                   int64_t layer) {
     tensors.push_back({std::move(name), dtype, std::move(shape), role, layer});
+    return tensors.back();
   }
 
   void decoderLayer(int64_t layer) {
@@ -162,8 +163,8 @@ private:
   void latentAttention(const std::string &prefix, int64_t layer) {
     int64_t hidden = model.hiddenSize, heads = model.numHeads;
     int64_t qHeadDim = model.qkNopeHeadDim + model.qkRopeHeadDim;
-    add(prefix + "q_a_proj.weight", {model.qLoraRank, hidden},
-        Role::Replicated, layer);
+    add(prefix + "q_a_proj.weight", {model.qLoraRank, hidden}, Role::Replicated,
+        layer);
     add(prefix + "q_a_layernorm.weight", {model.qLoraRank}, Role::Replicated,
         layer);
     add(prefix + "q_b_proj.weight", {heads * qHeadDim, model.qLoraRank},
@@ -195,9 +196,11 @@ private:
     int64_t hidden = model.hiddenSize, experts = model.numExperts;
     int64_t width = model.moeIntermediateSize;
     add(prefix + "gate.weight", {experts, hidden}, Role::Replicated, layer);
-    if (model.scoreCorrectionBias)
-      tensors.push_back({prefix + "gate.e_score_correction_bias", DType::F32,
-                         {experts}, Role::Replicated, layer});
+    if (model.scoreCorrectionBias) {
+      ModelTensor &bias = add(prefix + "gate.e_score_correction_bias",
+                              {experts}, Role::Replicated, layer);
+      bias.dtype = DType::F32;
+    }
     add(prefix + "experts.gate_proj.weight", {experts, width, hidden},
         Role::ExpertColumn, layer);
     add(prefix + "experts.up_proj.weight", {experts, width, hidden},

@@ -43,8 +43,7 @@ llvm::Expected<AxisSize> parseAxis(StringRef text, Side side) {
     return error("fsdp is a training axis; generation takes pp, dp, ep or tp");
   int64_t size;
   if (text.drop_front(name.size()).getAsInteger(10, size) || size <= 0)
-    return error("\"{0}\": the axis needs a positive size, as in {1}8", text,
-                 name);
+    return error("axis \"{0}\" needs a positive size, as in {1}8", text, name);
   return AxisSize{*axis, size};
 }
 
@@ -116,8 +115,7 @@ llvm::Expected<Parallelism> presets::parseParallelism(StringRef text,
 }
 
 /// Tensor parallelism splits heads: every rank needs whole ones.
-static llvm::Error checkHeads(const ModelConfig &model, int64_t tp,
-                              Side side) {
+static llvm::Error checkHeads(const ModelConfig &model, int64_t tp, Side side) {
   if (model.numHeads % tp != 0)
     return error("tp{0} must divide the {1} attention heads of {2}", tp,
                  model.numHeads, model.name);
@@ -166,14 +164,13 @@ llvm::Error presets::checkParallelism(const ModelConfig &model,
       return err;
   int64_t pp = parallelism.size(Axis::PP);
   if (pp > model.numLayers)
-    return error("pp{0} leaves pipeline stages without layers: {1} has {2}",
-                 pp, model.name, model.numLayers);
+    return error("pp{0} leaves pipeline stages without layers: {1} has {2}", pp,
+                 model.name, model.numLayers);
   return llvm::Error::success();
 }
 
 llvm::Expected<Parallelism>
-presets::parseParallelism(StringRef text, Side side,
-                          const ModelConfig &model) {
+presets::parseParallelism(StringRef text, Side side, const ModelConfig &model) {
   llvm::Expected<Parallelism> parallelism = parseParallelism(text, side);
   if (!parallelism)
     return parallelism.takeError();

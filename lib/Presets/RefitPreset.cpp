@@ -169,8 +169,7 @@ Placement SideLayout::tensorParallel(Role role) const {
 /// FSDP shards stacked experts by expert while there are at least as many
 /// experts as ranks splitting them, and by output row beyond that.
 int64_t SideLayout::fsdpExpertDim() const {
-  int64_t splits =
-      parallelism.expertGroupSize() * parallelism.size(Axis::FSDP);
+  int64_t splits = parallelism.expertGroupSize() * parallelism.size(Axis::FSDP);
   return splits <= model.numExperts ? 0 : 1;
 }
 
@@ -188,8 +187,7 @@ llvm::Expected<RefitSpec> presets::buildRefitSpec(const ModelConfig &model,
                       trainRanks, genRanks)
             .str());
   SideLayout source(model, train, "train", 0);
-  SideLayout destination(model, gen, "gen",
-                         options.colocate ? 0 : trainRanks);
+  SideLayout destination(model, gen, "gen", options.colocate ? 0 : trainRanks);
 
   RefitSpec spec;
   spec.name = model.name;

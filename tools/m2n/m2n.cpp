@@ -138,7 +138,8 @@ cl::opt<std::string> specOutputPath(
 cl::opt<bool> colocate("colocate",
                        cl::desc("Generate on the training ranks"),
                        cl::sub(specCommand));
-cl::opt<std::string> dtype("dtype", cl::desc("The dtype of the weights"),
+cl::opt<std::string> dtype("dtype",
+                           cl::desc("The dtype of the weights (default: BF16)"),
                            cl::init("BF16"), cl::sub(specCommand));
 
 int runCompile() {
@@ -217,8 +218,9 @@ int runSpec() {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "m2n: compile, inspect and run refit plans\n");
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "m2n: generate refit specs; compile, inspect and run refit plans\n");
   if (compileCommand)
     return runCompile();
   if (inspectCommand)

@@ -21,7 +21,7 @@ std::vector<ModelTensor> tensorsOf(llvm::StringRef name,
 }
 
 const ModelTensor *findTensor(const std::vector<ModelTensor> &tensors,
-                        llvm::StringRef name) {
+                              llvm::StringRef name) {
   for (const ModelTensor &tensor : tensors)
     if (tensor.name == name)
       return &tensor;
@@ -68,8 +68,7 @@ TEST(Models, ParameterCountsMatchThePublishedFigures) {
     std::vector<ModelTensor> tensors = tensorsOf(expected.model);
     int64_t count = parameterCount(tensors);
     EXPECT_EQ(count, expected.exact);
-    EXPECT_LE(std::abs(double(count) - expected.published),
-              expected.tolerance);
+    EXPECT_LE(std::abs(double(count) - expected.published), expected.tolerance);
     EXPECT_EQ(tensors.size(), expected.tensors);
   }
 }
@@ -151,7 +150,8 @@ TEST(Models, DeepSeekV3LatentAttentionAndExperts) {
   EXPECT_EQ(shapeOf(tensors, "model.layers.2.mlp.gate_proj.weight"),
             (Shape{18432, 7168}));
   EXPECT_EQ(findTensor(tensors, "model.layers.2.mlp.gate.weight"), nullptr);
-  EXPECT_EQ(findTensor(tensors, "model.layers.3.mlp.gate_proj.weight"), nullptr);
+  EXPECT_EQ(findTensor(tensors, "model.layers.3.mlp.gate_proj.weight"),
+            nullptr);
   std::string moe = "model.layers.3.mlp.";
   EXPECT_EQ(shapeOf(tensors, moe + "gate.weight"), (Shape{256, 7168}));
   EXPECT_EQ(shapeOf(tensors, moe + "experts.gate_proj.weight"),
@@ -178,7 +178,8 @@ TEST(Models, KimiK2HasOneDenseLayerAnd384Experts) {
 
 TEST(Models, TheScoreCorrectionBiasStaysF32) {
   for (const ModelTensor &tensor : tensorsOf("deepseek-v3", DType::F16)) {
-    bool bias = llvm::StringRef(tensor.name).ends_with("e_score_correction_bias");
+    bool bias =
+        llvm::StringRef(tensor.name).ends_with("e_score_correction_bias");
     EXPECT_EQ(tensor.dtype, bias ? DType::F32 : DType::F16) << tensor.name;
   }
 }
@@ -193,12 +194,13 @@ TEST(Models, LayersOrderThePipeline) {
 
 TEST(Models, Roles) {
   std::vector<ModelTensor> tensors = tensorsOf("deepseek-v3");
-  auto roleOf = [&](llvm::StringRef name) { return findTensor(tensors, name)->role; };
+  auto roleOf = [&](llvm::StringRef name) {
+    return findTensor(tensors, name)->role;
+  };
   EXPECT_EQ(roleOf("model.embed_tokens.weight"), Role::Column);
   EXPECT_EQ(roleOf("model.layers.0.self_attn.q_a_proj.weight"),
             Role::Replicated);
-  EXPECT_EQ(roleOf("model.layers.0.self_attn.kv_b_proj.weight"),
-            Role::Column);
+  EXPECT_EQ(roleOf("model.layers.0.self_attn.kv_b_proj.weight"), Role::Column);
   EXPECT_EQ(roleOf("model.layers.0.self_attn.o_proj.weight"), Role::Row);
   EXPECT_EQ(roleOf("model.layers.3.mlp.gate.weight"), Role::Replicated);
   EXPECT_EQ(roleOf("model.layers.3.mlp.experts.up_proj.weight"),

@@ -1,7 +1,7 @@
 //===- RefitPresetTest.cpp - Tests of parallelisms and generated specs ----===//
 
-#include "m2n/Presets/Parallelism.h"
 #include "m2n/Presets/RefitPreset.h"
+#include "m2n/Presets/Parallelism.h"
 
 #include "gtest/gtest.h"
 
@@ -18,8 +18,7 @@ std::string parseError(llvm::StringRef text, Side side) {
 }
 
 /// The error that `text` gives for `model` on `side`, or "".
-std::string modelError(llvm::StringRef model, llvm::StringRef text,
-                       Side side) {
+std::string modelError(llvm::StringRef model, llvm::StringRef text, Side side) {
   llvm::Expected<Parallelism> parsed =
       parseParallelism(text, side, *findModel(model));
   return parsed ? "" : llvm::toString(parsed.takeError());
@@ -59,19 +58,19 @@ TEST(Parallelism, SyntaxErrors) {
   EXPECT_EQ(parseError("dp2,fsdp4", Side::Gen),
             "fsdp is a training axis; generation takes pp, dp, ep or tp");
   EXPECT_EQ(parseError("tp0", Side::Train),
-            "\"tp0\": the axis needs a positive size, as in tp8");
+            "axis \"tp0\" needs a positive size, as in tp8");
   EXPECT_EQ(parseError("tp", Side::Train),
-            "\"tp\": the axis needs a positive size, as in tp8");
+            "axis \"tp\" needs a positive size, as in tp8");
   EXPECT_EQ(parseError("tp-2", Side::Train),
-            "\"tp-2\": the axis needs a positive size, as in tp8");
+            "axis \"tp-2\" needs a positive size, as in tp8");
   EXPECT_EQ(parseError("tp8x", Side::Train),
-            "\"tp8x\": the axis needs a positive size, as in tp8");
+            "axis \"tp8x\" needs a positive size, as in tp8");
   EXPECT_EQ(parseError("tp2,fsdp4,tp2", Side::Train), "tp appears twice");
   EXPECT_EQ(parseError("dp4096,tp8192", Side::Train),
             "more than 16777216 ranks");
   EXPECT_EQ(parseError("dp99999999999999999999", Side::Train),
-            "\"dp99999999999999999999\": the axis needs a positive size, as "
-            "in dp8");
+            "axis \"dp99999999999999999999\" needs a positive size, as in "
+            "dp8");
 }
 
 TEST(Parallelism, ModelErrors) {
@@ -137,12 +136,8 @@ struct Generated {
   }
 
   /// "mesh [p, ...]" for one side of `name`'s layout.
-  std::string src(llvm::StringRef name) const {
-    return str(tensor(name).src);
-  }
-  std::string dst(llvm::StringRef name) const {
-    return str(tensor(name).dst);
-  }
+  std::string src(llvm::StringRef name) const { return str(tensor(name).src); }
+  std::string dst(llvm::StringRef name) const { return str(tensor(name).dst); }
 
   static std::string str(const LayoutSpec &layout) {
     std::string text = layout.mesh + " [";
@@ -220,8 +215,7 @@ TEST(RefitPreset, ExpertsAreTensorParallelWithoutExpertParallelism) {
   EXPECT_EQ(g.dst(moe + "up_proj.weight"), "gen [R, S(1)]");
   EXPECT_EQ(g.dst(moe + "down_proj.weight"), "gen [R, S(2)]");
   EXPECT_EQ(g.dst("model.layers.0.self_attn.q_a_proj.weight"), "gen [R, R]");
-  EXPECT_EQ(g.dst("model.layers.0.self_attn.q_b_proj.weight"),
-            "gen [R, S(0)]");
+  EXPECT_EQ(g.dst("model.layers.0.self_attn.q_b_proj.weight"), "gen [R, S(0)]");
 }
 
 TEST(RefitPreset, ExpertParallelismSpansTensorParallelism) {
@@ -268,8 +262,7 @@ TEST(RefitPreset, PipelineAxisInTheMiddle) {
   EXPECT_TRUE(g.spec.meshes[3].axes.empty());
   EXPECT_EQ(g.spec.meshes[3].ranks, (std::vector<int64_t>{9}));
   EXPECT_EQ(g.dst("model.norm.weight"), "gen_pp1 [R]");
-  EXPECT_EQ(g.src("model.layers.14.mlp.up_proj.weight"),
-            "train_pp1 [S(0), R]");
+  EXPECT_EQ(g.src("model.layers.14.mlp.up_proj.weight"), "train_pp1 [S(0), R]");
 }
 
 TEST(RefitPreset, Colocated) {
