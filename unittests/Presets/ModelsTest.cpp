@@ -48,10 +48,11 @@ struct Published {
   size_t tensors;
 };
 
-// Published figures: Llama 3's model cards (8.03B, 70.6B); Qwen3's model
-// cards (0.6B, 32.8B, 235B); DeepSeek-V3's report (671B without the 14B of
-// the multi-token prediction module, which the presets leave out);
-// Kimi-K2's model page (1.03T).
+// Published figures: Qwen3's model cards (0.6B, 32.8B, 235B); DeepSeek-V3's
+// report (671B without the 14B of the multi-token prediction module, which
+// the presets leave out); for Llama 3 (8.03B, 70.6B) and Kimi-K2 (1.03T),
+// whose cards round further, the counts HuggingFace shows for their
+// checkpoints.
 const Published kPublished[] = {
     {"llama-3-8b", 8030261248, 8.03e9, 0.005e9, 291},
     {"llama-3-70b", 70553706496, 70.6e9, 0.05e9, 723},
