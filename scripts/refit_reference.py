@@ -214,10 +214,16 @@ def random_spec(seed):
             return ["R" if rng.random() < 0.4 else f"S({rng.randrange(ndim)})"
                     for _ in m["shape"]]
 
-        tensors.append({"name": f"t{t}", "dtype": rng.choice(
+        tensor = {"name": f"t{t}", "dtype": rng.choice(
             sorted(DTYPE_BYTES)), "shape": shape,
             "src": {"mesh": "src", "placements": placements(src)},
-            "dst": {"mesh": "dst", "placements": placements(dst)}})
+            "dst": {"mesh": "dst", "placements": placements(dst)}}
+        tensors.append(tensor)
+        # Layers: tensors alike but for their names, which plans move
+        # together.
+        if rng.random() < 0.3:
+            for layer in range(rng.randint(1, 3)):
+                tensors.append(dict(tensor, name=f"t{t}.layer{layer}"))
     return {"m2n_spec": 1, "name": f"random_{seed}",
             "meshes": [src, dst], "tensors": tensors}
 

@@ -92,6 +92,8 @@ std::string runsText(const Instruction &inst) {
                             runs.run_bytes, " bytes");
   if (inst.levels != 0)
     text += concat(", levels [", levels, "]");
+  if (inst.runs.members > 1)
+    text += concat(", members ", inst.runs.members);
   return text;
 }
 
@@ -139,7 +141,7 @@ std::string rankText(const LoadedPlan &plan, uint32_t rank) {
       header.send_bytes, " receive ", header.receive_bytes, "\n");
   for (uint32_t i = 0; i < header.binding_count; ++i)
     text += bindingLine(plan, rank, i);
-  for (const Instruction &inst : plan.instructions(rank))
+  for (const Instruction &inst : plan.records(rank))
     text += instructionLine(inst);
   return text;
 }

@@ -88,6 +88,10 @@ struct Instruction {
   int64_t toStride[M2N_PLAN_MAX_LEVELS] = {};
 };
 
+/// Member `member` of a COPY, PACK or UNPACK record, as a record of one
+/// member: its bindings or staging offsets moved to that member's.
+Instruction memberInstruction(const Instruction &record, uint32_t member);
+
 /// Decodes the record at byte `offset` of `data`, whose instruction stream
 /// ends at byte `end`. Checks the record's framing only (size, opcode,
 /// levels); `exact` also rejects trailing operand bytes, which only a newer
@@ -95,7 +99,10 @@ struct Instruction {
 std::string decodeInstruction(const uint8_t *data, uint64_t offset,
                               uint64_t end, bool exact, Instruction *out);
 
-/// A rank's instructions in execution order, decoded one at a time.
+/// A rank's instructions in execution order, decoded one at a time. A
+/// record of several members comes out as one instruction per member (each
+/// of members 1), which is how executors run it, unless `perMember` is
+/// false: then records come out as the file holds them.
 class InstructionRange {
 public:
   class Iterator {
@@ -104,30 +111,36 @@ public:
     const Instruction *operator->() const { return &current_; }
     Iterator &operator++();
     bool operator==(const Iterator &other) const {
-      return offset_ == other.offset_;
+      return offset_ == other.offset_ && member_ == other.member_;
     }
     bool operator!=(const Iterator &other) const { return !(*this == other); }
 
   private:
     friend class InstructionRange;
-    Iterator(const uint8_t *data, uint64_t offset, uint64_t end);
+    Iterator(const uint8_t *data, uint64_t offset, uint64_t end,
+             bool perMember);
     void decode();
 
     const uint8_t *data_;
     uint64_t offset_;
     uint64_t end_;
+    bool perMember_;
+    uint32_t member_ = 0;
+    Instruction record_;
     Instruction current_;
   };
 
-  InstructionRange(const uint8_t *data, uint64_t begin, uint64_t end)
-      : data_(data), begin_(begin), end_(end) {}
-  Iterator begin() const { return Iterator(data_, begin_, end_); }
-  Iterator end() const { return Iterator(data_, end_, end_); }
+  InstructionRange(const uint8_t *data, uint64_t begin, uint64_t end,
+                   bool perMember = true)
+      : data_(data), begin_(begin), end_(end), perMember_(perMember) {}
+  Iterator begin() const { return Iterator(data_, begin_, end_, perMember_); }
+  Iterator end() const { return Iterator(data_, end_, end_, perMember_); }
 
 private:
   const uint8_t *data_;
   uint64_t begin_;
   uint64_t end_;
+  bool perMember_;
 };
 
 //===----------------------------------------------------------------------===//
@@ -170,11 +183,14 @@ public:
   /// The header of `rank`'s section, or nullptr when the rank has no work.
   const m2n_plan_rank_header_t *rankHeader(uint32_t rank) const;
   const m2n_plan_binding_t &binding(uint32_t rank, uint32_t index) const;
-  /// Empty for a rank without work.
+  /// Empty for a rank without work. One instruction per member.
   InstructionRange instructions(uint32_t rank) const;
+  /// The same, with a record of several members as one instruction.
+  InstructionRange records(uint32_t rank) const;
 
 private:
   uint64_t sectionOffset(uint32_t rank) const;
+  InstructionRange rankInstructions(uint32_t rank, bool perMember) const;
 
   std::string source_;
   const uint8_t *data_;

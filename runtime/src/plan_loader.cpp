@@ -86,8 +86,8 @@ std::string decodeInstruction(const uint8_t *data, uint64_t offset,
     return concat(name, " record has levels ", record.levels,
                   "; only COPY, PACK and UNPACK have levels");
   if (record.levels > M2N_PLAN_MAX_LEVELS)
-    return concat(name, " record has levels ", record.levels,
-                  ", more than ", M2N_PLAN_MAX_LEVELS);
+    return concat(name, " record has levels ", record.levels, ", more than ",
+                  M2N_PLAN_MAX_LEVELS);
   uint64_t needed = sizeof(record) + operandBytes(record.opcode, record.levels);
   if (record.size < needed || (exact && record.size != needed))
     return concat(name, " record of ", record.size, " bytes, expected ",
@@ -118,22 +118,51 @@ std::string decodeInstruction(const uint8_t *data, uint64_t offset,
   return {};
 }
 
+Instruction memberInstruction(const Instruction &record, uint32_t member) {
+  Instruction inst = record;
+  inst.runs.members = 1;
+  if (member == 0)
+    return inst;
+  uint64_t walkBytes = record.runs.run_bytes;
+  for (uint32_t i = 0; i < record.levels; ++i)
+    walkBytes *= static_cast<uint64_t>(record.count[i]);
+  if (record.opcode == M2N_OP_UNPACK)
+    inst.runs.from_offset += member * walkBytes;
+  else
+    inst.runs.from_binding += member;
+  if (record.opcode == M2N_OP_PACK)
+    inst.runs.to_offset += member * walkBytes;
+  else
+    inst.runs.to_binding += member;
+  return inst;
+}
+
 InstructionRange::Iterator::Iterator(const uint8_t *data, uint64_t offset,
-                                     uint64_t end)
-    : data_(data), offset_(offset), end_(end) {
+                                     uint64_t end, bool perMember)
+    : data_(data), offset_(offset), end_(end), perMember_(perMember) {
   decode();
 }
 
 InstructionRange::Iterator &InstructionRange::Iterator::operator++() {
-  offset_ += current_.recordSize;
+  if (perMember_ && member_ + 1 < record_.runs.members) {
+    current_ = memberInstruction(record_, ++member_);
+    return *this;
+  }
+  offset_ += record_.recordSize;
+  member_ = 0;
   decode();
   return *this;
 }
 
 void InstructionRange::Iterator::decode() {
-  // The plan was validated, so every record decodes.
-  if (offset_ < end_)
-    decodeInstruction(data_, offset_, end_, /*exact=*/false, &current_);
+  // The plan was validated, so every record decodes, and each record with
+  // runs has at least one member.
+  if (offset_ >= end_)
+    return;
+  decodeInstruction(data_, offset_, end_, /*exact=*/false, &record_);
+  current_ = perMember_ && record_.runs.members > 1
+                 ? memberInstruction(record_, 0)
+                 : record_;
 }
 
 //===----------------------------------------------------------------------===//
@@ -190,11 +219,21 @@ const m2n_plan_binding_t &LoadedPlan::binding(uint32_t rank,
 }
 
 InstructionRange LoadedPlan::instructions(uint32_t rank) const {
+  return rankInstructions(rank, /*perMember=*/true);
+}
+
+InstructionRange LoadedPlan::records(uint32_t rank) const {
+  return rankInstructions(rank, /*perMember=*/false);
+}
+
+InstructionRange LoadedPlan::rankInstructions(uint32_t rank,
+                                              bool perMember) const {
   const m2n_plan_rank_header_t *section = rankHeader(rank);
   if (!section)
-    return InstructionRange(data_, 0, 0);
+    return InstructionRange(data_, 0, 0, perMember);
   uint64_t begin = sectionOffset(rank) + section->instructions_offset;
-  return InstructionRange(data_, begin, begin + section->instruction_bytes);
+  return InstructionRange(data_, begin, begin + section->instruction_bytes,
+                          perMember);
 }
 
 } // namespace m2n

@@ -68,9 +68,9 @@ struct Transfer {
   uint64_t step;
   uint32_t sender;
   uint32_t receiver;
-  uint32_t rank;        // whose record it is
-  uint32_t index;       // of the record among the rank's instructions
-  uint64_t fileOffset;  // of the record
+  uint32_t rank;       // whose record it is
+  uint32_t index;      // of the record among the rank's instructions
+  uint64_t fileOffset; // of the record
   uint64_t bytes;
 
   auto key() const { return std::make_tuple(step, sender, receiver); }
@@ -93,7 +93,7 @@ struct RankState {
 
 // Where a walk goes on one side: a binding, or the staging buffer.
 struct Side {
-  std::string name;  // "binding 2" or "staging"
+  std::string name; // "binding 2" or "staging"
   uint64_t size;
   bool staging;
 };
@@ -118,8 +118,7 @@ private:
   m2n_status_t fail(m2n_status_code_t code, const Args &...parts) const {
     return m2n_status_create(code, concat(source_, ": ", parts...).c_str());
   }
-  template <typename... Args>
-  m2n_status_t corrupt(const Args &...parts) const {
+  template <typename... Args> m2n_status_t corrupt(const Args &...parts) const {
     return fail(M2N_STATUS_DATA_LOSS, parts...);
   }
   template <typename... Args>
@@ -140,9 +139,9 @@ private:
                            std::map<std::string_view, uint32_t> &names);
   m2n_status_t checkRank(uint32_t rank);
   m2n_status_t checkRankHeader(RankState &state, uint64_t sectionSize);
-  m2n_status_t checkBinding(RankState &state, uint32_t index,
-                            std::map<std::pair<uint32_t, uint8_t>, uint32_t>
-                                &seen);
+  m2n_status_t
+  checkBinding(RankState &state, uint32_t index,
+               std::map<std::pair<uint32_t, uint8_t>, uint32_t> &seen);
   m2n_status_t checkInstructions(RankState &state);
   m2n_status_t checkInstruction(RankState &state, uint32_t index,
                                 const Instruction &inst);
@@ -150,13 +149,14 @@ private:
                           const Instruction &inst);
   m2n_status_t checkRuns(const RankState &state, uint32_t index,
                          const Instruction &inst);
+  m2n_status_t checkMemberRuns(const RankState &state, uint32_t index,
+                               const Instruction &inst);
   m2n_status_t checkBindingOperand(const RankState &state, uint32_t index,
                                    const Instruction &inst, uint32_t binding,
                                    bool writes, Side *side);
   m2n_status_t checkWalk(const RankState &state, uint32_t index,
                          const Instruction &inst, const Side &side,
-                         uint64_t offset, const int64_t *strides,
-                         bool writes);
+                         uint64_t offset, const int64_t *strides, bool writes);
   m2n_status_t checkTransfer(RankState &state, uint32_t index,
                              const Instruction &inst);
   m2n_status_t checkMessagesMatch();
@@ -190,10 +190,10 @@ m2n_status_t Validator::checkPreamble() {
   };
   if (size_ < kVersionEnd)
     return truncatedHeader();
-  auto major = readAt<uint16_t>(data_, offsetof(m2n_plan_header_t,
-                                                version_major));
-  auto minor = readAt<uint16_t>(data_, offsetof(m2n_plan_header_t,
-                                                version_minor));
+  auto major =
+      readAt<uint16_t>(data_, offsetof(m2n_plan_header_t, version_major));
+  auto minor =
+      readAt<uint16_t>(data_, offsetof(m2n_plan_header_t, version_minor));
   if (major != M2N_PLAN_VERSION_MAJOR)
     return fail(M2N_STATUS_UNIMPLEMENTED, "plan format version ", major, ".",
                 minor, " is not supported; this runtime reads version ",
@@ -248,22 +248,21 @@ m2n_status_t Validator::checkTable(const char *name, size_t field,
   uint64_t bytes = count * entrySize;
   if (!fits(offset, bytes, size_))
     return corrupt("header at byte ", field, ": ", name, " ",
-                   byteRange(offset, bytes),
-                   " runs past the end of the file (", size_, " bytes)");
+                   byteRange(offset, bytes), " runs past the end of the file (",
+                   size_, " bytes)");
   return nullptr;
 }
 
 m2n_status_t Validator::checkLayout() {
-  M2N_RETURN_IF_ERROR(checkTable(
-      "string table", offsetof(m2n_plan_header_t, strings_offset),
-      header_.strings_offset, header_.strings_size, 1));
+  M2N_RETURN_IF_ERROR(
+      checkTable("string table", offsetof(m2n_plan_header_t, strings_offset),
+                 header_.strings_offset, header_.strings_size, 1));
   M2N_RETURN_IF_ERROR(checkTable(
       "tensor table", offsetof(m2n_plan_header_t, tensors_offset),
       header_.tensors_offset, header_.tensor_count, sizeof(m2n_plan_tensor_t)));
   M2N_RETURN_IF_ERROR(checkTable(
       "rank directory", offsetof(m2n_plan_header_t, ranks_offset),
-      header_.ranks_offset, header_.world_size,
-      sizeof(m2n_plan_rank_entry_t)));
+      header_.ranks_offset, header_.world_size, sizeof(m2n_plan_rank_entry_t)));
 
   std::vector<Region> regions = {
       {0, header_.header_size, "header"},
@@ -303,13 +302,13 @@ m2n_status_t Validator::checkLayout() {
 
   // Sorted by start, a region overlaps an earlier one exactly when it
   // starts before the furthest end seen so far.
-  regions.erase(std::remove_if(regions.begin(), regions.end(),
-                               [](const Region &r) { return r.begin == r.end; }),
-                regions.end());
-  std::stable_sort(regions.begin(), regions.end(),
-                   [](const Region &a, const Region &b) {
-                     return a.begin < b.begin;
-                   });
+  regions.erase(
+      std::remove_if(regions.begin(), regions.end(),
+                     [](const Region &r) { return r.begin == r.end; }),
+      regions.end());
+  std::stable_sort(
+      regions.begin(), regions.end(),
+      [](const Region &a, const Region &b) { return a.begin < b.begin; });
   const Region *furthest = nullptr;
   for (const Region &region : regions) {
     if (furthest && region.begin < furthest->end)
@@ -334,8 +333,9 @@ m2n_status_t Validator::checkTensors() {
   return nullptr;
 }
 
-m2n_status_t Validator::checkTensor(
-    uint32_t index, std::map<std::string_view, uint32_t> &names) {
+m2n_status_t
+Validator::checkTensor(uint32_t index,
+                       std::map<std::string_view, uint32_t> &names) {
   uint64_t at = header_.tensors_offset + index * sizeof(m2n_plan_tensor_t);
   auto tensor = readAt<m2n_plan_tensor_t>(data_, at);
   std::string where = concat("tensor ", index, " at byte ", at, ": ");
@@ -343,8 +343,8 @@ m2n_status_t Validator::checkTensor(
     return corrupt(where, "dtype ", tensor.dtype, " is not a known dtype");
   auto dtype = static_cast<m2n_dtype_t>(tensor.dtype);
   if (tensor.rank > M2N_PLAN_MAX_RANK)
-    return corrupt(where, "rank ", tensor.rank, " exceeds ",
-                   M2N_PLAN_MAX_RANK, " dimensions");
+    return corrupt(where, "rank ", tensor.rank, " exceeds ", M2N_PLAN_MAX_RANK,
+                   " dimensions");
   if (knownMinor_ && !allZero(tensor.reserved, sizeof(tensor.reserved)))
     return corrupt(where, "reserved bytes are not zero");
   // The volume in bytes must fit int64_t, so that no shard's size can
@@ -353,8 +353,7 @@ m2n_status_t Validator::checkTensor(
   for (uint32_t d = 0; d < M2N_PLAN_MAX_RANK; ++d) {
     int64_t extent = tensor.shape[d];
     if (d >= tensor.rank && extent != 0)
-      return corrupt(where, "unused dimension ", d, " is ", extent,
-                     ", not 0");
+      return corrupt(where, "unused dimension ", d, " is ", extent, ", not 0");
     if (d < tensor.rank && extent < 0)
       return corrupt(where, "dimension ", d, " is negative (", extent, ")");
     if (d < tensor.rank && __builtin_mul_overflow(bytes, extent, &bytes))
@@ -365,12 +364,12 @@ m2n_status_t Validator::checkTensor(
   if (tensor.name_size == 0)
     return corrupt(where, "empty name");
   if (!fits(tensor.name_offset, tensor.name_size, header_.strings_size))
-    return corrupt(where, "name ",
-                   byteRange(tensor.name_offset, tensor.name_size),
-                   " lies outside the string table (", header_.strings_size,
-                   " bytes)");
-  std::string_view name(reinterpret_cast<const char *>(
-                            data_ + header_.strings_offset + tensor.name_offset),
+    return corrupt(
+        where, "name ", byteRange(tensor.name_offset, tensor.name_size),
+        " lies outside the string table (", header_.strings_size, " bytes)");
+  std::string_view name(reinterpret_cast<const char *>(data_ +
+                                                       header_.strings_offset +
+                                                       tensor.name_offset),
                         tensor.name_size);
   if (name.find('\0') != std::string_view::npos)
     return corrupt(where, "name ", quoteName(name), " contains a NUL byte");
@@ -407,8 +406,8 @@ m2n_status_t Validator::checkRank(uint32_t rank) {
 m2n_status_t Validator::checkRankHeader(RankState &state,
                                         uint64_t sectionSize) {
   const m2n_plan_rank_header_t &header = state.header;
-  std::string where =
-      concat("rank ", state.rank, " section at byte ", state.sectionOffset, ": ");
+  std::string where = concat("rank ", state.rank, " section at byte ",
+                             state.sectionOffset, ": ");
   if (header.rank != state.rank)
     return corrupt(where, "header says rank ", header.rank);
   if (knownMinor_ && (header.reserved0 != 0 || header.reserved1 != 0))
@@ -417,8 +416,8 @@ m2n_status_t Validator::checkRankHeader(RankState &state,
   uint64_t room = sectionSize - sizeof(m2n_plan_rank_header_t);
   if (header.binding_count > room / sizeof(m2n_plan_binding_t))
     return corrupt(where, header.binding_count, " bindings of ",
-                   sizeof(m2n_plan_binding_t),
-                   " bytes overrun the section (", sectionSize, " bytes)");
+                   sizeof(m2n_plan_binding_t), " bytes overrun the section (",
+                   sectionSize, " bytes)");
   uint64_t bindingsEnd = sizeof(m2n_plan_rank_header_t) +
                          header.binding_count * sizeof(m2n_plan_binding_t);
   uint64_t begin = header.instructions_offset;
@@ -452,12 +451,12 @@ m2n_status_t Validator::checkBinding(
     return corrupt(where, "reserved bytes are not zero");
 
   const m2n_plan_tensor_t &tensor = tensors_[binding.tensor];
-  std::string tensorName = concat(
-      "tensor ", binding.tensor, " ",
-      quoteName(std::string_view(
-          reinterpret_cast<const char *>(data_ + header_.strings_offset +
-                                         tensor.name_offset),
-          tensor.name_size)));
+  std::string tensorName =
+      concat("tensor ", binding.tensor, " ",
+             quoteName(std::string_view(
+                 reinterpret_cast<const char *>(data_ + header_.strings_offset +
+                                                tensor.name_offset),
+                 tensor.name_size)));
   int64_t volume = 1;
   for (uint32_t d = 0; d < M2N_PLAN_MAX_RANK; ++d) {
     int64_t offset = binding.offset[d], extent = binding.shape[d];
@@ -485,9 +484,8 @@ m2n_status_t Validator::checkBinding(
   auto [it, inserted] =
       seen.emplace(std::make_pair(binding.tensor, binding.role), index);
   if (!inserted)
-    return corrupt(where, "a second ", roleName(binding.role),
-                   " binding of ", tensorName, " (binding ", it->second,
-                   " is the first)");
+    return corrupt(where, "a second ", roleName(binding.role), " binding of ",
+                   tensorName, " (binding ", it->second, " is the first)");
   state.bindings.push_back(binding);
   return nullptr;
 }
@@ -569,9 +567,8 @@ m2n_status_t Validator::checkOrder(RankState &state, uint32_t index,
     return nullptr;
   }
   if (!state.inStep)
-    return badInstruction(state, index, inst, name,
-                          " before the first STEP");
-  int phase = inst.opcode == M2N_OP_PACK ? 0
+    return badInstruction(state, index, inst, name, " before the first STEP");
+  int phase = inst.opcode == M2N_OP_PACK     ? 0
               : inst.opcode == M2N_OP_UNPACK ? 2
                                              : 1;
   if (phase < state.phase)
@@ -592,18 +589,16 @@ m2n_status_t Validator::checkBindingOperand(const RankState &state,
                                             Side *side) {
   const char *name = opcodeName(inst.opcode);
   if (binding >= state.bindings.size())
-    return badInstruction(state, index, inst, name, writes ? " writes" : " reads",
-                          " binding ", binding, ", but the rank has ",
-                          state.bindings.size(), " bindings");
+    return badInstruction(
+        state, index, inst, name, writes ? " writes" : " reads", " binding ",
+        binding, ", but the rank has ", state.bindings.size(), " bindings");
   uint8_t role = state.bindings[binding].role;
   if (writes && role != M2N_ROLE_DESTINATION)
-    return badInstruction(state, index, inst, name, " writes binding ",
-                          binding,
+    return badInstruction(state, index, inst, name, " writes binding ", binding,
                           ", a source binding; only destination bindings are "
                           "written");
   if (inst.opcode == M2N_OP_COPY && !writes && role != M2N_ROLE_SOURCE)
-    return badInstruction(state, index, inst,
-                          "COPY reads binding ", binding,
+    return badInstruction(state, index, inst, "COPY reads binding ", binding,
                           ", a destination binding; COPY reads source "
                           "bindings");
   *side = {concat("binding ", binding), state.bindings[binding].byte_size,
@@ -611,8 +606,47 @@ m2n_status_t Validator::checkBindingOperand(const RankState &state,
   return nullptr;
 }
 
+// Each member is checked as a record of its own; the first member's check
+// bounds the walk's bytes, which bounds where the others' staging starts.
 m2n_status_t Validator::checkRuns(const RankState &state, uint32_t index,
                                   const Instruction &inst) {
+  const char *name = opcodeName(inst.opcode);
+  if (inst.runs.members == 0)
+    return badInstruction(state, index, inst, name,
+                          " has 0 members; a record moves at least one");
+  if (knownMinor_ && inst.runs.reserved != 0)
+    return badInstruction(state, index, inst, name,
+                          " reserved field is not zero");
+  uint32_t last = inst.runs.members - 1;
+  if ((inst.opcode != M2N_OP_UNPACK &&
+       inst.runs.from_binding > UINT32_MAX - last) ||
+      (inst.opcode != M2N_OP_PACK && inst.runs.to_binding > UINT32_MAX - last))
+    return badInstruction(state, index, inst, name, " of ", inst.runs.members,
+                          " members names bindings past 2^32");
+  M2N_RETURN_IF_ERROR(
+      checkMemberRuns(state, index, memberInstruction(inst, 0)));
+  uint64_t walkBytes = inst.runs.run_bytes;
+  for (uint32_t i = 0; i < inst.levels; ++i)
+    walkBytes *= static_cast<uint64_t>(inst.count[i]);
+  uint64_t stagingOffset = inst.opcode == M2N_OP_PACK ? inst.runs.to_offset
+                           : inst.opcode == M2N_OP_UNPACK
+                               ? inst.runs.from_offset
+                               : 0;
+  for (uint32_t member = 1; member < inst.runs.members; ++member) {
+    uint64_t shifted = 0;
+    if (__builtin_mul_overflow(uint64_t(member), walkBytes, &shifted) ||
+        __builtin_add_overflow(shifted, stagingOffset, &shifted) ||
+        shifted > uint64_t(INT64_MAX))
+      return badInstruction(state, index, inst, name, " member ", member,
+                            " starts at a staging offset that overflows");
+    M2N_RETURN_IF_ERROR(
+        checkMemberRuns(state, index, memberInstruction(inst, member)));
+  }
+  return nullptr;
+}
+
+m2n_status_t Validator::checkMemberRuns(const RankState &state, uint32_t index,
+                                        const Instruction &inst) {
   const m2n_plan_runs_t &runs = inst.runs;
   const char *name = opcodeName(inst.opcode);
   Side staging = {"staging", state.header.staging_bytes, true};
@@ -650,8 +684,8 @@ m2n_status_t Validator::checkRuns(const RankState &state, uint32_t index,
   }
   M2N_RETURN_IF_ERROR(checkWalk(state, index, inst, from, runs.from_offset,
                                 inst.fromStride, false));
-  M2N_RETURN_IF_ERROR(checkWalk(state, index, inst, to, runs.to_offset,
-                                inst.toStride, true));
+  M2N_RETURN_IF_ERROR(
+      checkWalk(state, index, inst, to, runs.to_offset, inst.toStride, true));
   // An injective walk cannot write more than its destination holds; this
   // also bounds the work of a COPY whose strides are 0.
   if (inst.opcode == M2N_OP_COPY && uint64_t(total) > to.size)
@@ -694,9 +728,9 @@ m2n_status_t Validator::checkWalk(const RankState &state, uint32_t index,
     return badInstruction(state, index, inst, name, verb, " ", side.name,
                           " at offsets that overflow 64 bits");
   if (low < 0 || uint64_t(high) > side.size)
-    return badInstruction(state, index, inst, name, verb, " bytes [", low,
-                          ", ", high, ") of ", side.name, " which has ",
-                          side.size, " bytes");
+    return badInstruction(state, index, inst, name, verb, " bytes [", low, ", ",
+                          high, ") of ", side.name, " which has ", side.size,
+                          " bytes");
   return nullptr;
 }
 
@@ -704,17 +738,15 @@ m2n_status_t Validator::checkTransfer(RankState &state, uint32_t index,
                                       const Instruction &inst) {
   const m2n_plan_transfer_t &transfer = inst.transfer;
   const char *name = opcodeName(inst.opcode);
-  bool sends =
-      inst.opcode == M2N_OP_SEND || inst.opcode == M2N_OP_SEND_DIRECT;
-  bool direct = inst.opcode == M2N_OP_SEND_DIRECT ||
-                inst.opcode == M2N_OP_RECV_DIRECT;
+  bool sends = inst.opcode == M2N_OP_SEND || inst.opcode == M2N_OP_SEND_DIRECT;
+  bool direct =
+      inst.opcode == M2N_OP_SEND_DIRECT || inst.opcode == M2N_OP_RECV_DIRECT;
   if (transfer.peer >= header_.world_size)
     return badInstruction(state, index, inst, name, " peer ", transfer.peer,
                           " is outside the world (", header_.world_size,
                           " ranks)");
   if (transfer.peer == state.rank)
-    return badInstruction(state, index, inst, name,
-                          " peer is the rank itself");
+    return badInstruction(state, index, inst, name, " peer is the rank itself");
   if (transfer.bytes == 0)
     return badInstruction(state, index, inst, name, " of 0 bytes");
   Side side = {"staging", state.header.staging_bytes, true};
@@ -728,23 +760,22 @@ m2n_status_t Validator::checkTransfer(RankState &state, uint32_t index,
                           "binding)");
   }
   if (!fits(transfer.staging_offset, transfer.bytes, side.size))
-    return badInstruction(state, index, inst, name,
-                          sends ? " reads bytes " : " writes bytes ",
-                          byteRange(transfer.staging_offset, transfer.bytes),
-                          " of ", side.name, " which has ", side.size,
-                          " bytes");
+    return badInstruction(
+        state, index, inst, name, sends ? " reads bytes " : " writes bytes ",
+        byteRange(transfer.staging_offset, transfer.bytes), " of ", side.name,
+        " which has ", side.size, " bytes");
 
   uint64_t &total = sends ? state.sent : state.received;
   if (__builtin_add_overflow(total, transfer.bytes, &total))
     return badInstruction(state, index, inst,
                           "the rank's transfers carry more than 2^64 bytes");
   Transfer record = {state.step,
-                    sends ? state.rank : transfer.peer,
-                    sends ? transfer.peer : state.rank,
-                    state.rank,
-                    index,
-                    inst.fileOffset,
-                    transfer.bytes};
+                     sends ? state.rank : transfer.peer,
+                     sends ? transfer.peer : state.rank,
+                     state.rank,
+                     index,
+                     inst.fileOffset,
+                     transfer.bytes};
   (sends ? sends_ : receives_).push_back(record);
   return nullptr;
 }
@@ -770,8 +801,8 @@ m2n_status_t Validator::checkMessagesMatch() {
   while (s < sends_.size() || r < receives_.size()) {
     bool sendFirst = r == receives_.size() ||
                      (s < sends_.size() && byKey(sends_[s], receives_[r]));
-    bool receiveFirst = s == sends_.size() ||
-                        (r < receives_.size() && byKey(receives_[r], sends_[s]));
+    bool receiveFirst = s == sends_.size() || (r < receives_.size() &&
+                                               byKey(receives_[r], sends_[s]));
     if (sendFirst) {
       const Transfer &send = sends_[s];
       return corrupt("step ", send.step, ": ", where(send), " sends ",
@@ -780,16 +811,16 @@ m2n_status_t Validator::checkMessagesMatch() {
     }
     if (receiveFirst) {
       const Transfer &receive = receives_[r];
-      return corrupt("step ", receive.step, ": ", where(receive),
-                     " receives ", receive.bytes, " bytes from rank ",
-                     receive.sender, ", which has no matching send");
+      return corrupt("step ", receive.step, ": ", where(receive), " receives ",
+                     receive.bytes, " bytes from rank ", receive.sender,
+                     ", which has no matching send");
     }
     const Transfer &send = sends_[s++], &receive = receives_[r++];
     if (send.bytes != receive.bytes)
       return corrupt("step ", send.step, ": ", where(send), " sends ",
                      send.bytes, " bytes to rank ", send.receiver,
-                     ", but its matching receive, ", where(receive),
-                     ", takes ", receive.bytes, " bytes");
+                     ", but its matching receive, ", where(receive), ", takes ",
+                     receive.bytes, " bytes");
   }
   return nullptr;
 }

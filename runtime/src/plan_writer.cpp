@@ -111,6 +111,7 @@ void PlanWriter::emitRuns(uint32_t rank, m2n_opcode_t opcode,
   fixed.from_offset = runs.fromOffset;
   fixed.to_offset = runs.toOffset;
   fixed.run_bytes = runs.runBytes;
+  fixed.members = runs.members;
   std::vector<uint8_t> operands;
   append(operands, fixed);
   for (const std::vector<int64_t> *array :

@@ -17,7 +17,7 @@ int m2n_plan_c_world_size(const void *data, size_t size) {
   int result = -1;
   if (!m2n_plan_get_info(plan, &info) &&
       !m2n_plan_disassemble(plan, -1, &text) &&
-      strncmp(text, "plan v1.0", 9) == 0)
+      strncmp(text, "plan v2.0", 9) == 0)
     result = (int)info.world_size;
   m2n_free(text);
   m2n_plan_destroy(plan);

@@ -107,16 +107,16 @@ TEST_F(Reject, PrefixOfTheMagicIsTruncated) {
 }
 
 TEST_F(Reject, NewerMajorIsUnimplemented) {
-  file.set<uint16_t>(HEADER(version_major), 2);
+  file.set<uint16_t>(HEADER(version_major), 3);
   file.set<uint16_t>(HEADER(version_minor), 3);
   EXPECT_TRUE(rejected(file.bytes, M2N_STATUS_UNIMPLEMENTED,
-                       "plan format version 2.3 is not supported; this "
-                       "runtime reads version 1.x"));
+                       "plan format version 3.3 is not supported; this "
+                       "runtime reads version 2.x"));
   // Even when only the version survives.
   file.bytes.resize(12);
   EXPECT_TRUE(rejected(file.bytes, M2N_STATUS_UNIMPLEMENTED,
-                       "plan format version 2.3 is not supported; this "
-                       "runtime reads version 1.x"));
+                       "plan format version 3.3 is not supported; this "
+                       "runtime reads version 2.x"));
 }
 
 TEST_F(Reject, TruncatedHeader) {
@@ -164,7 +164,7 @@ TEST_F(Reject, FlagsInAKnownMinor) {
   file.set<uint32_t>(HEADER(flags), 1);
   file.rehash();
   EXPECT_TRUE(corrupt(file.bytes, "header at byte 44: flags "
-                                  "0x0000000000000001 set; version 1.0 "
+                                  "0x0000000000000001 set; version 2.0 "
                                   "defines none"));
 }
 
@@ -504,11 +504,11 @@ TEST_F(Reject, RecordSizeNotAMultipleOf8) {
 }
 
 TEST_F(Reject, RecordPastTheStream) {
-  file.set<uint32_t>(file.instructionAt(3, 6) + RECORD(size), 48);
+  file.set<uint32_t>(file.instructionAt(3, 6) + RECORD(size), 56);
   file.rehash();
   EXPECT_TRUE(corrupt(file.bytes, instruction(3, 6) +
-                                      "record of 48 bytes runs past the end "
-                                      "of the instructions (40 bytes left)"));
+                                      "record of 56 bytes runs past the end "
+                                      "of the instructions (48 bytes left)"));
 }
 
 TEST_F(Reject, UnknownOpcode) {
@@ -536,14 +536,14 @@ TEST_F(Reject, RecordTooShortForItsLevels) {
   file.set<uint16_t>(file.instructionAt(0, 1) + RECORD(levels), 2);
   file.rehash();
   EXPECT_TRUE(corrupt(file.bytes,
-                      instruction(0, 1) + "PACK record of 64 bytes, expected 88"));
+                      instruction(0, 1) + "PACK record of 72 bytes, expected 96"));
 }
 
 TEST_F(Reject, TrailingOperandsInAKnownMinor) {
   file.set<uint16_t>(file.instructionAt(0, 1) + RECORD(levels), 0);
   file.rehash();
   EXPECT_TRUE(corrupt(file.bytes,
-                      instruction(0, 1) + "PACK record of 64 bytes, expected 40"));
+                      instruction(0, 1) + "PACK record of 72 bytes, expected 48"));
 }
 
 TEST_F(Reject, InstructionCount) {
@@ -664,6 +664,35 @@ TEST_F(Reject, UnpackIntoASourceBinding) {
                                       "UNPACK writes binding 0, a source "
                                       "binding; only destination bindings are "
                                       "written"));
+}
+
+TEST_F(Reject, ZeroMembers) {
+  setOperand<uint32_t>(0, 1, RUNS(members), 0);
+  EXPECT_TRUE(corrupt(file.bytes, instruction(0, 1) +
+                                      "PACK has 0 members; a record moves at "
+                                      "least one"));
+}
+
+TEST_F(Reject, EveryMemberIsChecked) {
+  // Member 1 reads binding 1, a 24-byte shard, with member 0's walk.
+  setOperand<uint32_t>(0, 1, RUNS(members), 2);
+  EXPECT_TRUE(corrupt(file.bytes, instruction(0, 1) +
+                                      "PACK reads bytes [0, 42) of binding 1 "
+                                      "which has 24 bytes"));
+}
+
+TEST_F(Reject, MembersPastTheLastBinding) {
+  setOperand<uint32_t>(0, 1, RUNS(from_binding), UINT32_MAX);
+  setOperand<uint32_t>(0, 1, RUNS(members), 2);
+  EXPECT_TRUE(corrupt(file.bytes, instruction(0, 1) +
+                                      "PACK of 2 members names bindings past "
+                                      "2^32"));
+}
+
+TEST_F(Reject, ReservedRunsField) {
+  setOperand<uint32_t>(0, 1, RUNS(reserved), 1);
+  EXPECT_TRUE(corrupt(file.bytes, instruction(0, 1) +
+                                      "PACK reserved field is not zero"));
 }
 
 TEST_F(Reject, ZeroRunBytes) {

@@ -90,7 +90,7 @@ TEST(PlanRoundTrip, Info) {
   ASSERT_NE(loaded.plan, nullptr);
   m2n_plan_info_t info;
   ASSERT_EQ(m2n_plan_get_info(loaded.plan, &info), nullptr);
-  EXPECT_EQ(info.version_major, 1);
+  EXPECT_EQ(info.version_major, 2);
   EXPECT_EQ(info.version_minor, 0);
   EXPECT_EQ(info.world_size, 5u);
   EXPECT_EQ(info.tensor_count, 2u);
@@ -209,7 +209,7 @@ TEST(PlanDisassembler, WholePlan) {
   ASSERT_NE(loaded.plan, nullptr);
   std::string hash = hex64(PlanBytes{samplePlan()}.header().content_hash);
   EXPECT_EQ(disassemble(loaded.plan, -1),
-            "plan v1.0 world 5 tensors 2 steps 2 staging_budget 1048576 hash " +
+            "plan v2.0 world 5 tensors 2 steps 2 staging_budget 1048576 hash " +
                 hash + "\n" +
                 R"(summary wire_bytes 120 local_copy_bytes 24 messages 6 predicted_ns 5000 lower_bound_ns 4000
 tensor 0 "w" BF16 [8, 6]

@@ -32,7 +32,18 @@ static_assert(static_cast<int>(DType::BOOL) == M2N_DTYPE_BOOL &&
 /// Builds the file: bindings first, then each rank's instruction stream.
 class Exporter {
 public:
-  Exporter(const Plan &plan) : plan(plan) {}
+  Exporter(const Plan &plan) : plan(plan) {
+    // Every binding, pack and unpack asks for a shard's box: the boxes of
+    // each group's layouts are computed once.
+    held.reserve(plan.groups.size());
+    for (const TransferGroup &group : plan.groups)
+      held.push_back({plan::HeldBoxes(plan, group, group.src),
+                      plan::HeldBoxes(plan, group, group.dst)});
+    messagesOfStep.resize(std::max<int64_t>(plan.numSteps, 0));
+    for (const Message &message : plan.messages)
+      if (message.step >= 0 && message.step < plan.numSteps)
+        messagesOfStep[message.step].push_back(&message);
+  }
 
   std::vector<uint8_t> run(const plan::PlanCost &cost) {
     writer.setWorldSize(static_cast<uint32_t>(plan.worldSize()));
@@ -58,41 +69,50 @@ public:
   }
 
 private:
-  using BindingKey = std::tuple<uint32_t, int32_t, m2n_role_t>;
+  /// A binding's (rank, tensor, role) in one number, for a flat map.
+  static uint64_t bindingKey(int64_t rank, int32_t tensor, m2n_role_t role) {
+    return static_cast<uint64_t>(tensor) << 33 |
+           static_cast<uint64_t>(role == M2N_ROLE_DESTINATION) << 32 |
+           static_cast<uint32_t>(rank);
+  }
 
   /// The shard of `tensor` that `rank` holds in `role`.
-  Box shardBox(int32_t tensor, int64_t rank, m2n_role_t role) const {
-    const TransferGroup &group = plan.groups[plan.tensors[tensor].group];
-    return role == M2N_ROLE_SOURCE ? plan::sourceBox(plan, group, rank)
-                                   : plan::destinationBox(plan, group, rank);
+  const Box &shardBox(int32_t tensor, int64_t rank, m2n_role_t role) const {
+    const std::pair<plan::HeldBoxes, plan::HeldBoxes> &boxes =
+        held[plan.tensors[tensor].group];
+    return role == M2N_ROLE_SOURCE ? boxes.first.of(rank)
+                                   : boxes.second.of(rank);
   }
 
   void addBindingsOf(int32_t tensor, const plan::PlanLayout &layout,
                      m2n_role_t role) {
     for (int64_t rank : plan.meshes[layout.mesh].ranks) {
-      Box box = shardBox(tensor, rank, role);
+      const Box &box = shardBox(tensor, rank, role);
       uint32_t index = writer.addBinding(static_cast<uint32_t>(rank),
                                          static_cast<uint32_t>(tensor), role,
                                          box.offsets, box.sizes);
-      bindings[{static_cast<uint32_t>(rank), tensor, role}] = index;
+      bindings[bindingKey(rank, tensor, role)] = index;
     }
   }
 
+  /// A group's members get consecutive bindings on each rank, per role, so
+  /// that one record moves a run of members (binding + m for member m).
   void addBindings() {
-    for (size_t t = 0; t < plan.tensors.size(); ++t) {
-      const TransferGroup &group = plan.groups[plan.tensors[t].group];
-      addBindingsOf(static_cast<int32_t>(t), group.src, M2N_ROLE_SOURCE);
-      addBindingsOf(static_cast<int32_t>(t), group.dst, M2N_ROLE_DESTINATION);
+    for (const TransferGroup &group : plan.groups) {
+      for (int32_t member : group.members)
+        addBindingsOf(member, group.src, M2N_ROLE_SOURCE);
+      for (int32_t member : group.members)
+        addBindingsOf(member, group.dst, M2N_ROLE_DESTINATION);
     }
   }
 
   uint32_t binding(int64_t rank, int32_t tensor, m2n_role_t role) const {
-    return bindings.at({static_cast<uint32_t>(rank), tensor, role});
+    return bindings.find(bindingKey(rank, tensor, role))->second;
   }
 
   /// The walk of `slice` from one buffer to another, both given as boxes.
-  static PlanRuns runs(const Slice &slice, const Box &from,
-                       const Box &to, int64_t elementBytes) {
+  static PlanRuns runs(const Slice &slice, const Box &from, const Box &to,
+                       int64_t elementBytes) {
     auto [fromRuns, toRuns] =
         plan::stridedRunsPair(slice.box, from, to, elementBytes);
     PlanRuns result;
@@ -105,33 +125,32 @@ private:
     return result;
   }
 
+  /// One record copies a local slice of every member.
   void emitLocalCopies() {
     for (const TransferGroup &group : plan.groups)
       for (const Slice &slice : group.slices) {
         if (!slice.isLocalCopy() || slice.box.empty())
           continue;
-        for (int32_t member : group.members) {
-          uint32_t rank = static_cast<uint32_t>(slice.sender);
-          PlanRuns copy =
-              runs(slice, shardBox(member, rank, M2N_ROLE_SOURCE),
-                   shardBox(member, rank, M2N_ROLE_DESTINATION),
-                   group.elementBytes());
-          copy.fromBinding = binding(rank, member, M2N_ROLE_SOURCE);
-          copy.toBinding = binding(rank, member, M2N_ROLE_DESTINATION);
-          writer.copy(rank, copy);
-        }
+        int32_t first = group.members.front();
+        uint32_t rank = static_cast<uint32_t>(slice.sender);
+        PlanRuns copy = runs(slice, shardBox(first, rank, M2N_ROLE_SOURCE),
+                             shardBox(first, rank, M2N_ROLE_DESTINATION),
+                             group.elementBytes());
+        copy.fromBinding = binding(rank, first, M2N_ROLE_SOURCE);
+        copy.toBinding = binding(rank, first, M2N_ROLE_DESTINATION);
+        copy.members = static_cast<uint32_t>(group.members.size());
+        writer.copy(rank, copy);
       }
   }
 
-  /// Calls `fn(group, slice, member)` for every member slice of `message`,
-  /// in packing order.
-  template <typename Fn>
-  void forEachPart(const Message &message, Fn fn) const {
+  /// Calls `fn(group, slice, first, members)` for every part of `message`,
+  /// in packing order: `members` tensors of the group from tensor `first`
+  /// on, whose bindings are consecutive.
+  template <typename Fn> void forEachPart(const Message &message, Fn fn) const {
     for (const MessagePart &part : message.parts) {
       const TransferGroup &group = plan.groups[part.group];
-      const Slice &slice = group.slices[part.slice];
-      for (int32_t m = part.memberBegin; m < part.memberEnd; ++m)
-        fn(group, slice, group.members[m]);
+      fn(group, group.slices[part.slice], group.members[part.memberBegin],
+         static_cast<uint32_t>(part.memberEnd - part.memberBegin));
     }
   }
 
@@ -145,13 +164,14 @@ private:
   void emitPack(const Message &message, uint64_t staging) {
     uint32_t rank = static_cast<uint32_t>(message.sender);
     forEachPart(message, [&](const TransferGroup &group, const Slice &slice,
-                             int32_t member) {
-      PlanRuns pack = runs(slice, shardBox(member, rank, readRole(slice)),
+                             int32_t first, uint32_t members) {
+      PlanRuns pack = runs(slice, shardBox(first, rank, readRole(slice)),
                            slice.box, group.elementBytes());
-      pack.fromBinding = binding(rank, member, readRole(slice));
+      pack.fromBinding = binding(rank, first, readRole(slice));
       pack.toOffset += staging;
+      pack.members = members;
       writer.pack(rank, pack);
-      staging += plan::sliceBytes(group, slice);
+      staging += plan::sliceBytes(group, slice) * members;
     });
   }
 
@@ -159,14 +179,15 @@ private:
   void emitUnpack(const Message &message, uint64_t staging) {
     uint32_t rank = static_cast<uint32_t>(message.receiver);
     forEachPart(message, [&](const TransferGroup &group, const Slice &slice,
-                             int32_t member) {
+                             int32_t first, uint32_t members) {
       PlanRuns unpack =
-          runs(slice, slice.box, shardBox(member, rank, M2N_ROLE_DESTINATION),
+          runs(slice, slice.box, shardBox(first, rank, M2N_ROLE_DESTINATION),
                group.elementBytes());
-      unpack.toBinding = binding(rank, member, M2N_ROLE_DESTINATION);
+      unpack.toBinding = binding(rank, first, M2N_ROLE_DESTINATION);
       unpack.fromOffset += staging;
+      unpack.members = members;
       writer.unpack(rank, unpack);
-      staging += plan::sliceBytes(group, slice);
+      staging += plan::sliceBytes(group, slice) * members;
     });
   }
 
@@ -193,10 +214,7 @@ private:
   /// One step: each rank's sends take staging from offset 0 up, its
   /// receives after them; messages keep the plan's order on every rank.
   void emitStep(int64_t step) {
-    std::vector<const Message *> messages;
-    for (const Message &message : plan.messages)
-      if (message.step == step)
-        messages.push_back(&message);
+    const std::vector<const Message *> &messages = messagesOfStep[step];
     if (messages.empty())
       return;
     std::map<uint32_t, uint64_t> sendEnd, receiveEnd;
@@ -254,8 +272,7 @@ private:
     Direct where = direct(message);
     writer.sendDirect(sender, receiver, where.fromBinding, where.fromOffset,
                       bytes);
-    writer.recvDirect(receiver, sender, where.toBinding, where.toOffset,
-                      bytes);
+    writer.recvDirect(receiver, sender, where.toBinding, where.toOffset, bytes);
   }
 
   void noteStaging(uint32_t rank, uint64_t bytes) {
@@ -264,8 +281,10 @@ private:
   }
 
   const Plan &plan;
+  std::vector<std::pair<plan::HeldBoxes, plan::HeldBoxes>> held;
+  std::vector<std::vector<const Message *>> messagesOfStep;
   PlanWriter writer;
-  std::map<BindingKey, uint32_t> bindings;
+  llvm::DenseMap<uint64_t, uint32_t> bindings;
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> traffics;
   std::map<uint32_t, uint64_t> stagingBytes;
 };

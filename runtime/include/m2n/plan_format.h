@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define M2N_PLAN_MAGIC "M2NPLAN"       /* 8 bytes with the final NUL */
-#define M2N_PLAN_VERSION_MAJOR 1       /* readers reject other majors */
+#define M2N_PLAN_VERSION_MAJOR 2       /* readers reject other majors */
 #define M2N_PLAN_VERSION_MINOR 0       /* readers accept any minor */
 #define M2N_PLAN_ALIGNMENT 64
 #define M2N_PLAN_MAX_RANK 8            /* dimensions of a tensor */
@@ -84,7 +84,7 @@ typedef struct m2n_plan_header_t {
   uint32_t world_size;           /* ranks 0 .. world_size-1 */
   uint32_t tensor_count;
   uint32_t step_count;
-  uint32_t flags;                /* 0 in version 1.0 */
+  uint32_t flags;                /* 0 in version 2.0 */
   uint64_t staging_budget;       /* per rank, as compiled */
   uint64_t strings_offset;
   uint64_t strings_size;
@@ -195,7 +195,13 @@ typedef struct m2n_plan_transfer_t {
 } m2n_plan_transfer_t;
 
 /* M2N_OP_COPY, M2N_OP_PACK, M2N_OP_UNPACK: a box as strided runs, walked
- * in the same order on both sides. For level i (outermost first) the walk
+ * in the same order on both sides, for each of `members` >= 1 tensors that
+ * share a shape and layouts: member m reads binding from_binding + m and
+ * writes binding to_binding + m (where a side is a binding), at the same
+ * offsets, and its staging side starts m times the walk's bytes (run_bytes
+ * times every count) after the first member's, so that the members sit one
+ * after another in staging. A model's layers repeat the same tensors, and
+ * one record then serves all of them. For level i (outermost first) the walk
  * repeats count[i] >= 1 times, advancing the `from` side by from_stride[i]
  * and the `to` side by to_stride[i] bytes (signed); innermost, one
  * contiguous run of run_bytes >= 1 moves. For PACK the `to` side is the
@@ -212,6 +218,8 @@ typedef struct m2n_plan_runs_t {
   uint64_t from_offset;          /* bytes into the from side */
   uint64_t to_offset;            /* bytes into the to side */
   uint64_t run_bytes;
+  uint32_t members;              /* >= 1 */
+  uint32_t reserved;             /* 0 in version 2.0 */
 } m2n_plan_runs_t;
 
 /* The sizes above are the format; C and C++ builds must agree on them. */
@@ -228,7 +236,7 @@ M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_binding_t) == 144, "binding size");
 M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_instruction_t) == 8, "record size");
 M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_step_t) == 8, "step size");
 M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_transfer_t) == 24, "transfer size");
-M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_runs_t) == 32, "runs size");
+M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_runs_t) == 40, "runs size");
 #undef M2N_PLAN_STATIC_ASSERT
 
 #ifdef __cplusplus

@@ -44,6 +44,9 @@ struct PlanRuns {
   uint64_t fromOffset = 0;
   uint64_t toOffset = 0;
   uint64_t runBytes = 0;
+  /// Tensors moved alike: bindings fromBinding + m and toBinding + m, and
+  /// staging one walk further per member (docs/plan-format.md).
+  uint32_t members = 1;
   std::vector<int64_t> count;
   std::vector<int64_t> fromStride;
   std::vector<int64_t> toStride;

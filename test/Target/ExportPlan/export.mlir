@@ -7,7 +7,7 @@
 // rank 1 keeps its own rows by a local copy, and every message is packed
 // on the sender and unpacked on the receiver.
 
-// CHECK:      plan v1.0 world 3 tensors 1 steps 1 staging_budget 1073741824 hash
+// CHECK:      plan v2.0 world 3 tensors 1 steps 1 staging_budget 1073741824 hash
 // CHECK-NEXT: summary wire_bytes 72 local_copy_bytes 24 messages 3
 // CHECK-NEXT: tensor 0 "w" F32 [4, 6]
 // CHECK-NEXT: rank 0: bindings 1 instructions 5 staging 48 send 48 receive 0
