@@ -9,6 +9,7 @@
 #include "m2n/Target/ImportSpec.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
 using namespace m2n;
@@ -18,9 +19,11 @@ mlir::FailureOr<plan::Plan> bench::compilePlan(const spec::RefitSpec &spec) {
   context.loadDialect<M2NDialect>();
   mlir::OwningOpRef<mlir::ModuleOp> module =
       importRefitSpec(spec, "bench", &context);
+  // As `m2n compile` runs it: the IR verified once, after the pipeline.
   mlir::PassManager pm(&context);
+  pm.enableVerifier(false);
   buildCompilePipeline(pm, CompilePipelineOptions());
-  if (mlir::failed(pm.run(*module)))
+  if (mlir::failed(pm.run(*module)) || mlir::failed(mlir::verify(*module)))
     return mlir::failure();
   return readPlan(*module->getOps<RefitOp>().begin());
 }

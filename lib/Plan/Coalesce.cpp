@@ -13,8 +13,10 @@
 #include "LayoutIndex.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <tuple>
 
@@ -168,18 +170,20 @@ void coalesceGroup(TransferGroup &group) {
 /// The strided runs of `slice` in each of `buffers` at once: a dimension
 /// folds into the run, or two levels merge, only where they do in every
 /// buffer.
-std::vector<StridedRuns> describe(const Box &slice,
-                                  const std::vector<const Box *> &buffers,
-                                  int64_t elementBytes) {
+/// The exporter asks this for every part of every message: what it needs
+/// lives on the stack, but for the levels of the result.
+llvm::SmallVector<StridedRuns, 2>
+describe(const Box &slice, llvm::ArrayRef<const Box *> buffers,
+         int64_t elementBytes) {
   size_t numBuffers = buffers.size();
-  std::vector<StridedRuns> result(numBuffers);
+  llvm::SmallVector<StridedRuns, 2> result(numBuffers);
   if (slice.volume() == 0)
     return result;
   size_t rank = slice.sizes.size();
 
   // Byte strides per buffer and dimension, and the slice's start.
-  std::vector<std::vector<int64_t>> strides(numBuffers,
-                                            std::vector<int64_t>(rank));
+  llvm::SmallVector<std::array<int64_t, kMaxTensorRank>, 2> strides(
+      numBuffers);
   for (size_t b = 0; b < numBuffers; ++b) {
     int64_t stride = elementBytes;
     for (size_t d = rank; d-- > 0;) {
@@ -202,8 +206,11 @@ std::vector<StridedRuns> describe(const Box &slice,
   int64_t runElements = 1;
   for (size_t d = innermost; d < rank; ++d)
     runElements *= slice.sizes[d];
-  for (StridedRuns &runs : result)
+  for (StridedRuns &runs : result) {
     runs.runBytes = runElements * elementBytes;
+    runs.count.reserve(innermost);
+    runs.stride.reserve(innermost);
+  }
 
   // One level per outer dimension of more than one element, outermost
   // first; a level that steps exactly over the span of the one inside it
@@ -250,12 +257,13 @@ int64_t StridedRuns::runs() const {
 
 StridedRuns m2n::plan::stridedRuns(const Box &slice, const Box &buffer,
                                    int64_t elementBytes) {
-  return describe(slice, {&buffer}, elementBytes).front();
+  return std::move(describe(slice, {&buffer}, elementBytes).front());
 }
 
 std::pair<StridedRuns, StridedRuns>
 m2n::plan::stridedRunsPair(const Box &slice, const Box &from, const Box &to,
                            int64_t elementBytes) {
-  std::vector<StridedRuns> both = describe(slice, {&from, &to}, elementBytes);
-  return {both[0], both[1]};
+  llvm::SmallVector<StridedRuns, 2> both =
+      describe(slice, {&from, &to}, elementBytes);
+  return {std::move(both[0]), std::move(both[1])};
 }

@@ -33,10 +33,16 @@ std::string disassemble(m2n_plan_t plan, int rank) {
   return result;
 }
 
-TEST(PlanHash, IsFnv1a64WithTheHashFieldAsZero) {
-  EXPECT_EQ(planContentHash(nullptr, 0), 0xcbf29ce484222325ull);
+TEST(PlanHash, IsFnv1a64OverWordsWithTheHashFieldAsZero) {
+  constexpr uint64_t kBasis = 0xcbf29ce484222325ull, kPrime = 0x100000001b3ull;
+  EXPECT_EQ(planContentHash(nullptr, 0), kBasis);
+  // One byte is one zero-padded word, as FNV-1a of the byte alone.
   const uint8_t a = 'a';
   EXPECT_EQ(planContentHash(&a, 1), 0xaf63dc4c8601ec8cull);
+  // Two words: each XORed in whole, little-endian, then multiplied.
+  const uint8_t words[9] = {1, 0, 0, 0, 0, 0, 0, 2, 3};
+  EXPECT_EQ(planContentHash(words, 9),
+            ((kBasis ^ 0x0200000000000001ull) * kPrime ^ 3) * kPrime);
   std::vector<uint8_t> zeros(40, 0), marked(40, 0);
   for (size_t i = 24; i < 32; ++i)
     marked[i] = 0xff;

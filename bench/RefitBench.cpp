@@ -1,0 +1,198 @@
+//===- RefitBench.cpp - Compile time, plan size and quality per preset ----===//
+//
+// For each model preset and a usual pair of training and serving layouts,
+// one benchmark compiles the refit as `m2n compile` does (import, the
+// m2n-compile pipeline, the IR verified once, export to plan bytes) and
+// reports, side by side in the same row, the plan's figures and those of
+// what refits do today, all priced by the same cost model (default H200
+// topology):
+//
+//   pipeline_s, export_s  the compile's two parts (the row's time is both)
+//   plan_MB               the plan file's size
+//   messages, max_msgs_per_rank, steps
+//   wire_over_min         wire bytes over the fewest any plan moves
+//   busiest_over_avg_send the busiest sender's bytes over the average's
+//   predicted_ms, lower_bound_ms, predicted_over_bound
+//   <baseline>_over_m2n   a baseline's predicted time over m2n's, for
+//                         gather_bcast (gather and broadcast every full
+//                         tensor), p2p (per-tensor point-to-point, no
+//                         fusion, balance or relays) and padded (a
+//                         per-pair exchange padded to the largest pair)
+//   <baseline>_wire_over_min
+//
+// M2N_TIMING=1 in the environment also prints the pipeline's per-pass times.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PresetRefit.h"
+
+#include "m2n/Dialect/M2N/IR/M2NDialect.h"
+#include "m2n/Dialect/M2N/IR/M2NOps.h"
+#include "m2n/Dialect/M2N/Transforms/Pipelines.h"
+#include "m2n/Dialect/M2N/Transforms/PlanIR.h"
+#include "m2n/Plan/Baselines.h"
+#include "m2n/Plan/CostModel.h"
+#include "m2n/Target/ExportPlan.h"
+#include "m2n/Target/ImportSpec.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+using namespace m2n;
+
+namespace {
+
+/// A refit the suite measures: a preset and its two sides.
+struct Case {
+  const char *model;
+  const char *train;
+  const char *gen;
+};
+
+/// Each preset with layouts its users run: FSDP, TP x FSDP and pipeline
+/// stages for training; TP x DP replicas, or experts spread by EP, for
+/// serving. Up to Kimi-K2 on 256 training and 128 serving ranks.
+constexpr Case kCases[] = {
+    {"llama-3-8b", "fsdp16", "dp4,tp4"},
+    {"llama-3-70b", "tp8,fsdp8", "dp4,tp8"},
+    {"llama-3-70b", "pp4,tp8,fsdp4", "dp8,tp8"},
+    {"qwen3-32b", "fsdp32", "dp4,tp8"},
+    {"qwen3-235b-a22b", "ep8,fsdp16", "dp4,ep32"},
+    {"qwen3-235b-a22b", "pp4,ep8,fsdp4", "ep64"},
+    {"deepseek-v3", "fsdp256", "ep16,tp8"},
+    {"deepseek-v3", "pp4,ep64", "dp8,tp8"},
+    {"kimi-k2", "fsdp256", "ep16,tp8"},
+    {"kimi-k2", "pp4,ep64", "ep128"},
+};
+
+double seconds(std::chrono::steady_clock::duration duration) {
+  return std::chrono::duration<double>(duration).count();
+}
+
+/// What one compile gives: the plan, its bytes, and the time of each part.
+struct Compiled {
+  plan::Plan plan;
+  plan::PlanCost cost;
+  size_t planBytes = 0;
+  double pipelineSeconds = 0, exportSeconds = 0;
+};
+
+std::optional<Compiled> compile(const spec::RefitSpec &spec) {
+  auto start = std::chrono::steady_clock::now();
+  mlir::MLIRContext context;
+  context.loadDialect<M2NDialect>();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      importRefitSpec(spec, "bench", &context);
+  mlir::PassManager pm(&context);
+  pm.enableVerifier(false);
+  buildCompilePipeline(pm, CompilePipelineOptions());
+  if (std::getenv("M2N_TIMING"))
+    pm.enableTiming();
+  if (mlir::failed(pm.run(*module)) || mlir::failed(mlir::verify(*module)))
+    return std::nullopt;
+  auto piped = std::chrono::steady_clock::now();
+  mlir::FailureOr<plan::Plan> plan =
+      readPlan(*module->getOps<RefitOp>().begin());
+  if (mlir::failed(plan))
+    return std::nullopt;
+  Compiled result;
+  result.cost = plan::CostModel().cost(*plan);
+  result.planBytes = exportPlan(*plan, result.cost).size();
+  result.plan = std::move(*plan);
+  auto exported = std::chrono::steady_clock::now();
+  result.pipelineSeconds = seconds(piped - start);
+  result.exportSeconds = seconds(exported - piped);
+  return result;
+}
+
+double ratio(double value, double over) { return over > 0 ? value / over : 0; }
+
+void reportPlan(benchmark::State &state, const Compiled &compiled,
+                int64_t minimumWire) {
+  const plan::PlanCost &cost = compiled.cost;
+  std::vector<int64_t> ranks = compiled.plan.ranks();
+  int64_t maxSend = 0, totalSend = 0, maxMessages = 0;
+  for (int64_t rank : ranks) {
+    maxSend = std::max(maxSend, cost.sendBytes[rank]);
+    totalSend += cost.sendBytes[rank];
+    maxMessages = std::max(maxMessages, cost.messagesSent[rank]);
+  }
+  state.counters["pipeline_s"] = compiled.pipelineSeconds;
+  state.counters["export_s"] = compiled.exportSeconds;
+  state.counters["plan_MB"] = compiled.planBytes / 1e6;
+  state.counters["tensors"] = compiled.plan.tensors.size();
+  state.counters["ranks"] = ranks.size();
+  state.counters["messages"] = cost.messages;
+  state.counters["max_msgs_per_rank"] = maxMessages;
+  state.counters["steps"] = cost.steps;
+  state.counters["wire_GB"] = cost.wireBytes / 1e9;
+  state.counters["wire_over_min"] = ratio(cost.wireBytes, minimumWire);
+  state.counters["busiest_over_avg_send"] =
+      ratio(double(maxSend) * ranks.size(), totalSend);
+  state.counters["predicted_ms"] = cost.predictedSeconds * 1e3;
+  state.counters["lower_bound_ms"] = cost.lowerBoundSeconds * 1e3;
+  state.counters["predicted_over_bound"] =
+      ratio(cost.predictedSeconds, cost.lowerBoundSeconds);
+}
+
+void reportBaselines(benchmark::State &state, const plan::Plan &refit,
+                     const plan::PlanCost &m2n, int64_t minimumWire) {
+  const std::pair<const char *, plan::Baseline> baselines[] = {
+      {"gather_bcast", plan::Baseline::GatherBroadcast},
+      {"p2p", plan::Baseline::PointToPoint},
+      {"padded", plan::Baseline::PaddedAllToAll},
+  };
+  for (const auto &[name, baseline] : baselines) {
+    plan::PlanCost cost =
+        plan::costBaseline(refit, baseline, plan::CostModel());
+    std::string prefix = name;
+    state.counters[prefix + "_over_m2n"] =
+        ratio(cost.predictedSeconds, m2n.predictedSeconds);
+    state.counters[prefix + "_wire_over_min"] =
+        ratio(cost.wireBytes, minimumWire);
+  }
+}
+
+void BM_Refit(benchmark::State &state, const Case &refitCase) {
+  spec::RefitSpec spec =
+      bench::presetRefit(refitCase.model, refitCase.train, refitCase.gen);
+  std::optional<Compiled> compiled;
+  for (auto _ : state) {
+    compiled = compile(spec);
+    if (!compiled) {
+      state.SkipWithError("compilation failed");
+      return;
+    }
+  }
+  plan::Plan refit = plan::planFromSpec(spec);
+  int64_t minimumWire = plan::minimumWireBytes(refit);
+  reportPlan(state, *compiled, minimumWire);
+  reportBaselines(state, refit, compiled->cost, minimumWire);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  for (const Case &refitCase : kCases) {
+    std::string name = std::string(refitCase.model) + "/" + refitCase.train +
+                       "->" + refitCase.gen;
+    benchmark::RegisterBenchmark(name.c_str(), BM_Refit, refitCase)
+        ->Unit(benchmark::kMillisecond)
+        ->MeasureProcessCPUTime()
+        ->UseRealTime();
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
