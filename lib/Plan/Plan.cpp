@@ -158,9 +158,25 @@ HeldBoxes::HeldBoxes(const Plan &plan, const TransferGroup &group,
   // A valid mesh's ranks are distinct, so the order is by rank alone.
   std::sort(boxes.begin(), boxes.end(),
             [](const auto &a, const auto &b) { return a.first < b.first; });
+  if (boxes.empty())
+    return;
+  uint64_t span =
+      static_cast<uint64_t>(boxes.back().first - boxes.front().first) + 1;
+  if (span > 4 * boxes.size() + 64)
+    return;
+  firstRank = boxes.front().first;
+  indexOfRank.assign(span, -1);
+  for (size_t i = 0; i < boxes.size(); ++i)
+    indexOfRank[boxes[i].first - firstRank] = static_cast<int32_t>(i);
 }
 
 const Box &HeldBoxes::of(int64_t rank) const {
+  if (!indexOfRank.empty()) {
+    uint64_t offset =
+        static_cast<uint64_t>(rank) - static_cast<uint64_t>(firstRank);
+    int32_t index = offset < indexOfRank.size() ? indexOfRank[offset] : -1;
+    return index < 0 ? nothing : boxes[index].second;
+  }
   auto it = std::lower_bound(boxes.begin(), boxes.end(), rank,
                              [](const std::pair<int64_t, Box> &entry,
                                 int64_t r) { return entry.first < r; });

@@ -81,22 +81,31 @@ uint32_t PlanWriter::addBinding(uint32_t rank, uint32_t tensor,
   binding.byte_size = static_cast<uint64_t>(
       volume *
       m2n_dtype_size(static_cast<m2n_dtype_t>(tensors_[tensor].dtype)));
-  std::vector<m2n_plan_binding_t> &bindings = ranks_[rank].bindings;
+  std::vector<m2n_plan_binding_t> &bindings = entryOf(rank).bindings;
   bindings.push_back(binding);
   return static_cast<uint32_t>(bindings.size() - 1);
 }
 
+PlanWriter::Rank &PlanWriter::entryOf(uint32_t rank) {
+  // Calls come in runs for one rank; map nodes never move.
+  if (!lastEntry_ || lastRank_ != rank) {
+    lastEntry_ = &ranks_[rank];
+    lastRank_ = rank;
+  }
+  return *lastEntry_;
+}
+
 void PlanWriter::emit(uint32_t rank, m2n_opcode_t opcode, uint16_t levels,
-                      const std::vector<uint8_t> &operands) {
-  assert(operands.size() % 8 == 0 && "operands of a record are 8-byte words");
+                      const uint8_t *operands, size_t size) {
+  assert(size % 8 == 0 && "operands of a record are 8-byte words");
   m2n_plan_instruction_t record = {};
   record.opcode = static_cast<uint16_t>(opcode);
   record.levels = levels;
-  record.size = static_cast<uint32_t>(sizeof(record) + operands.size());
-  Rank &entry = ranks_[rank];
+  record.size = static_cast<uint32_t>(sizeof(record) + size);
+  Rank &entry = entryOf(rank);
   append(entry.instructions, record);
-  entry.instructions.insert(entry.instructions.end(), operands.begin(),
-                            operands.end());
+  entry.instructions.insert(entry.instructions.end(), operands,
+                            operands + size);
   ++entry.instructionCount;
 }
 
@@ -112,13 +121,20 @@ void PlanWriter::emitRuns(uint32_t rank, m2n_opcode_t opcode,
   fixed.to_offset = runs.toOffset;
   fixed.run_bytes = runs.runBytes;
   fixed.members = runs.members;
-  std::vector<uint8_t> operands;
-  append(operands, fixed);
+  // The record's operands, built on the stack: a plan has a record for
+  // every part of every message.
+  uint8_t operands[sizeof(m2n_plan_runs_t) +
+                   3 * sizeof(int64_t) * M2N_PLAN_MAX_LEVELS];
+  size_t size = 0;
+  auto put = [&](const void *value, size_t bytes) {
+    std::memcpy(operands + size, value, bytes);
+    size += bytes;
+  };
+  put(&fixed, sizeof(fixed));
   for (const std::vector<int64_t> *array :
        {&runs.count, &runs.fromStride, &runs.toStride})
-    for (int64_t value : *array)
-      append(operands, value);
-  emit(rank, opcode, static_cast<uint16_t>(levels), operands);
+    put(array->data(), array->size() * sizeof(int64_t));
+  emit(rank, opcode, static_cast<uint16_t>(levels), operands, size);
 }
 
 void PlanWriter::emitTransfer(uint32_t rank, m2n_opcode_t opcode,
@@ -129,17 +145,15 @@ void PlanWriter::emitTransfer(uint32_t rank, m2n_opcode_t opcode,
   transfer.binding = binding;
   transfer.staging_offset = offset;
   transfer.bytes = bytes;
-  std::vector<uint8_t> operands;
-  append(operands, transfer);
-  emit(rank, opcode, 0, operands);
+  emit(rank, opcode, 0, reinterpret_cast<const uint8_t *>(&transfer),
+       sizeof(transfer));
 }
 
 void PlanWriter::step(uint32_t rank, uint32_t step) {
   m2n_plan_step_t operand = {};
   operand.step = step;
-  std::vector<uint8_t> operands;
-  append(operands, operand);
-  emit(rank, M2N_OP_STEP, 0, operands);
+  emit(rank, M2N_OP_STEP, 0, reinterpret_cast<const uint8_t *>(&operand),
+       sizeof(operand));
 }
 
 void PlanWriter::copy(uint32_t rank, const PlanRuns &runs) {
@@ -175,12 +189,12 @@ void PlanWriter::recvDirect(uint32_t rank, uint32_t peer, uint32_t binding,
 }
 
 void PlanWriter::setStagingBytes(uint32_t rank, uint64_t bytes) {
-  ranks_[rank].stagingBytes = bytes;
+  entryOf(rank).stagingBytes = bytes;
 }
 
 void PlanWriter::setTraffic(uint32_t rank, uint64_t sendBytes,
                             uint64_t receiveBytes) {
-  Rank &entry = ranks_[rank];
+  Rank &entry = entryOf(rank);
   entry.sendBytes = sendBytes;
   entry.receiveBytes = receiveBytes;
 }

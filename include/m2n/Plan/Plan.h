@@ -155,7 +155,7 @@ Box destinationBox(const Plan &plan, const TransferGroup &group, int64_t rank);
 
 /// What sourceBox or destinationBox say for every rank, for one layout of a
 /// group: the layout is checked and the boxes computed once, and each rank
-/// then costs a binary search.
+/// then costs a table lookup (a binary search for sparse ranks).
 class HeldBoxes {
 public:
   HeldBoxes(const Plan &plan, const TransferGroup &group,
@@ -169,6 +169,10 @@ private:
   Box nothing;
   /// (rank, its box), sorted by rank.
   std::vector<std::pair<int64_t, Box>> boxes;
+  /// The index into `boxes` of rank firstRank + i, or -1; empty when the
+  /// ranks are too sparse for a table, and a binary search finds them.
+  int64_t firstRank = 0;
+  std::vector<int32_t> indexOfRank;
 };
 
 } // namespace m2n::plan

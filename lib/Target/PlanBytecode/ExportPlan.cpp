@@ -10,7 +10,6 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/DenseMap.h"
 
-#include <map>
 #include <tuple>
 
 using namespace mlir;
@@ -40,6 +39,12 @@ public:
       held.push_back({plan::HeldBoxes(plan, group, group.src),
                       plan::HeldBoxes(plan, group, group.dst)});
     messagesOfStep.resize(std::max<int64_t>(plan.numSteps, 0));
+    size_t worldSize = static_cast<size_t>(plan.worldSize());
+    traffics.assign(worldSize, {0, 0});
+    stagingBytes.assign(worldSize, 0);
+    sendEnd.assign(worldSize, 0);
+    receiveEnd.assign(worldSize, 0);
+    inStep.assign(worldSize, false);
     for (const Message &message : plan.messages)
       if (message.step >= 0 && message.step < plan.numSteps)
         messagesOfStep[message.step].push_back(&message);
@@ -61,10 +66,12 @@ public:
     emitLocalCopies();
     for (int64_t step = 0; step < plan.numSteps; ++step)
       emitStep(step);
-    for (const auto &[rank, traffic] : traffics)
-      writer.setTraffic(rank, traffic.first, traffic.second);
-    for (const auto &[rank, bytes] : stagingBytes)
-      writer.setStagingBytes(rank, bytes);
+    for (size_t rank = 0; rank < traffics.size(); ++rank)
+      if (traffics[rank].first || traffics[rank].second)
+        writer.setTraffic(rank, traffics[rank].first, traffics[rank].second);
+    for (size_t rank = 0; rank < stagingBytes.size(); ++rank)
+      if (stagingBytes[rank])
+        writer.setStagingBytes(rank, stagingBytes[rank]);
     return writer.finish();
   }
 
@@ -217,44 +224,48 @@ private:
     const std::vector<const Message *> &messages = messagesOfStep[step];
     if (messages.empty())
       return;
-    std::map<uint32_t, uint64_t> sendEnd, receiveEnd;
-    llvm::DenseMap<const Message *, std::pair<uint64_t, uint64_t>> offsets;
-    for (const Message *message : messages) {
-      if (message->zeroCopy)
-        continue;
-      uint64_t &send = sendEnd[message->sender];
-      offsets[message].first = send;
-      send += message->bytes;
-    }
-    for (const Message *message : messages) {
-      if (message->zeroCopy)
-        continue;
-      uint64_t &receive = receiveEnd[message->receiver];
-      offsets[message].second = sendEnd[message->receiver] + receive;
-      receive += message->bytes;
-    }
-    std::map<uint32_t, bool> started;
+    // The step's ranks, in order of first appearance.
+    std::vector<uint32_t> ranks;
     auto begin = [&](uint32_t rank) {
-      if (!started[rank])
-        writer.step(rank, static_cast<uint32_t>(step));
-      started[rank] = true;
+      if (inStep[rank])
+        return;
+      inStep[rank] = true;
+      ranks.push_back(rank);
+      writer.step(rank, static_cast<uint32_t>(step));
     };
     for (const Message *message : messages) {
-      begin(message->sender);
-      begin(message->receiver);
+      begin(static_cast<uint32_t>(message->sender));
+      begin(static_cast<uint32_t>(message->receiver));
     }
-    for (const Message *message : messages)
-      if (!message->zeroCopy)
-        emitPack(*message, offsets[message].first);
-    for (const Message *message : messages)
-      emitTransfer(*message, offsets[message]);
-    for (const Message *message : messages)
-      if (!message->zeroCopy)
-        emitUnpack(*message, offsets[message].second);
-    for (const auto &[rank, send] : sendEnd)
-      noteStaging(rank, send + receiveEnd[rank]);
-    for (const auto &[rank, receive] : receiveEnd)
-      noteStaging(rank, sendEnd[rank] + receive);
+    std::vector<std::pair<uint64_t, uint64_t>> offsets(messages.size());
+    for (size_t i = 0; i < messages.size(); ++i) {
+      if (messages[i]->zeroCopy)
+        continue;
+      uint64_t &send = sendEnd[messages[i]->sender];
+      offsets[i].first = send;
+      send += messages[i]->bytes;
+    }
+    for (size_t i = 0; i < messages.size(); ++i) {
+      if (messages[i]->zeroCopy)
+        continue;
+      uint64_t &receive = receiveEnd[messages[i]->receiver];
+      offsets[i].second = sendEnd[messages[i]->receiver] + receive;
+      receive += messages[i]->bytes;
+    }
+    for (size_t i = 0; i < messages.size(); ++i)
+      if (!messages[i]->zeroCopy)
+        emitPack(*messages[i], offsets[i].first);
+    for (size_t i = 0; i < messages.size(); ++i)
+      emitTransfer(*messages[i], offsets[i]);
+    for (size_t i = 0; i < messages.size(); ++i)
+      if (!messages[i]->zeroCopy)
+        emitUnpack(*messages[i], offsets[i].second);
+    for (uint32_t rank : ranks) {
+      stagingBytes[rank] =
+          std::max(stagingBytes[rank], sendEnd[rank] + receiveEnd[rank]);
+      sendEnd[rank] = receiveEnd[rank] = 0;
+      inStep[rank] = false;
+    }
   }
 
   void emitTransfer(const Message &message,
@@ -275,18 +286,18 @@ private:
     writer.recvDirect(receiver, sender, where.toBinding, where.toOffset, bytes);
   }
 
-  void noteStaging(uint32_t rank, uint64_t bytes) {
-    uint64_t &peak = stagingBytes[rank];
-    peak = std::max(peak, bytes);
-  }
-
   const Plan &plan;
   std::vector<std::pair<plan::HeldBoxes, plan::HeldBoxes>> held;
   std::vector<std::vector<const Message *>> messagesOfStep;
   PlanWriter writer;
   llvm::DenseMap<uint64_t, uint32_t> bindings;
-  std::map<uint32_t, std::pair<uint64_t, uint64_t>> traffics;
-  std::map<uint32_t, uint64_t> stagingBytes;
+  /// Per rank: bytes sent and received, and the staging peak.
+  std::vector<std::pair<uint64_t, uint64_t>> traffics;
+  std::vector<uint64_t> stagingBytes;
+  /// Per rank, within the step being emitted: the end of its sends' and of
+  /// its receives' staging.
+  std::vector<uint64_t> sendEnd, receiveEnd;
+  std::vector<bool> inStep;
 };
 
 } // namespace

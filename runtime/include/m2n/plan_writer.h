@@ -54,6 +54,10 @@ struct PlanRuns {
 
 class PlanWriter {
 public:
+  PlanWriter() = default;
+  // It remembers the last rank's entry, which a copy must not share.
+  PlanWriter(const PlanWriter &) = delete;
+  PlanWriter &operator=(const PlanWriter &) = delete;
   void setWorldSize(uint32_t worldSize) { worldSize_ = worldSize; }
   void setStepCount(uint32_t stepCount) { stepCount_ = stepCount; }
   void setStagingBudget(uint64_t bytes) { stagingBudget_ = bytes; }
@@ -108,8 +112,9 @@ private:
     bool hasWork() const { return !bindings.empty() || instructionCount; }
   };
 
+  Rank &entryOf(uint32_t rank);
   void emit(uint32_t rank, m2n_opcode_t opcode, uint16_t levels,
-            const std::vector<uint8_t> &operands);
+            const uint8_t *operands, size_t size);
   void emitRuns(uint32_t rank, m2n_opcode_t opcode, const PlanRuns &runs);
   void emitTransfer(uint32_t rank, m2n_opcode_t opcode, uint32_t peer,
                     uint32_t binding, uint64_t offset, uint64_t bytes);
@@ -126,6 +131,8 @@ private:
   std::string strings_;
   // Ordered by rank, so that the layout does not depend on call order.
   std::map<uint32_t, Rank> ranks_;
+  Rank *lastEntry_ = nullptr;
+  uint32_t lastRank_ = 0;
 };
 
 /// FNV-1a 64 of `size` bytes at `data`, with the header's content_hash
