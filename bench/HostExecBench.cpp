@@ -10,9 +10,10 @@
 // Counters: dst_MiB (bytes the destination shards hold), sim_GBps and
 // memcpy_GBps (those bytes over each one's time), sim_over_memcpy, and
 // copies_per_byte, the bytes the ranks' executors move (packs, receives,
-// unpacks, local copies) per destination byte: a packed message is copied
-// three times (into the sender's staging, across into the receiver's, out
-// into the shard), a zero-copy one once.
+// unpacks, local copies) per destination byte: a message the sim transport
+// pulls, or a zero-copy one, is copied once; a packed message that went
+// through staging would be copied three times (into the sender's staging,
+// across into the receiver's, out into the shard).
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,12 +2,15 @@
 //
 // Feeds arbitrary bytes to m2n_plan_load_memory. Whatever loads is then
 // read through every accessor, disassembled, and executed on buffers of
-// exactly the sizes the plan declares: under ASan, any read or write that
-// validation should have prevented is caught there.
+// exactly the sizes the plan declares, once as written and once as a sim
+// executor rewrites it to pull messages (program.h): under ASan, any read
+// or write that validation should have prevented, or that the fused and
+// sliced walks of pulls would add, is caught there.
 //
 //===----------------------------------------------------------------------===//
 
 #include "plan_internal.h"
+#include "program.h"
 
 #include "m2n/plan.h"
 #include "m2n/plan_writer.h"
@@ -49,8 +52,7 @@ void executeRank(const m2n::LoadedPlan &plan, uint32_t rank) {
   uint64_t total = header->staging_bytes;
   for (uint32_t i = 0; i < header->binding_count; ++i)
     total += plan.binding(rank, i).byte_size;
-  if (header->staging_bytes > kMaxSimulatedBytes ||
-      total > kMaxSimulatedBytes)
+  if (header->staging_bytes > kMaxSimulatedBytes || total > kMaxSimulatedBytes)
     return;
   std::vector<Buffer> bindings;
   for (uint32_t i = 0; i < header->binding_count; ++i)
@@ -98,6 +100,49 @@ void executeRank(const m2n::LoadedPlan &plan, uint32_t rank) {
   }
 }
 
+// Every rank's program as a sim executor runs it, pulls included, with
+// transfers otherwise left out: pulls read the peers' bindings.
+void executePulled(const m2n::LoadedPlan &plan) {
+  uint64_t total = 0;
+  for (uint32_t rank = 0; rank < plan.worldSize(); ++rank)
+    if (const m2n_plan_rank_header_t *header = plan.rankHeader(rank)) {
+      total += header->staging_bytes;
+      for (uint32_t i = 0; i < header->binding_count; ++i)
+        total += plan.binding(rank, i).byte_size;
+    }
+  if (total > kMaxSimulatedBytes)
+    return;
+  std::vector<std::vector<uint8_t *>> bindings(plan.worldSize());
+  std::vector<Buffer> owned;
+  std::vector<uint8_t *> staging(plan.worldSize(), nullptr);
+  for (uint32_t rank = 0; rank < plan.worldSize(); ++rank)
+    if (const m2n_plan_rank_header_t *header = plan.rankHeader(rank)) {
+      for (uint32_t i = 0; i < header->binding_count; ++i) {
+        owned.emplace_back(new uint8_t[plan.binding(rank, i).byte_size]());
+        bindings[rank].push_back(owned.back().get());
+      }
+      owned.emplace_back(new uint8_t[header->staging_bytes]());
+      staging[rank] = owned.back().get();
+    }
+  for (uint32_t rank = 0; rank < plan.worldSize(); ++rank) {
+    m2n::Program program = m2n::decodeProgram(plan, rank);
+    m2n::pullMessages(plan, rank, &program);
+    std::vector<uint8_t *> &mine = bindings[rank];
+    for (const m2n::Walk &copy : program.copies)
+      m2n::runWalk(copy, mine[copy.fromBinding], mine[copy.toBinding]);
+    for (const m2n::StepProgram &step : program.steps) {
+      for (const m2n::Walk &pack : step.packs)
+        m2n::runWalk(pack, mine[pack.fromBinding], staging[rank]);
+      for (const m2n::Transfer &transfer : step.transfers)
+        for (const m2n::Walk &walk : transfer.pull)
+          m2n::runWalk(walk, bindings[transfer.peer][walk.fromBinding],
+                       mine[walk.toBinding]);
+      for (const m2n::Walk &unpack : step.unpacks)
+        m2n::runWalk(unpack, staging[rank], mine[unpack.toBinding]);
+    }
+  }
+}
+
 // Reads everything the C API offers and checks what must hold.
 void inspect(m2n_plan_t plan) {
   m2n_plan_info_t info;
@@ -138,6 +183,7 @@ void load(const uint8_t *data, size_t size) {
   for (uint32_t rank = 0; rank < loaded.worldSize(); ++rank)
     if (loaded.rankHeader(rank))
       executeRank(loaded, rank);
+  executePulled(loaded);
   m2n_plan_destroy(plan);
 }
 

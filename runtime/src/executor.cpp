@@ -1,16 +1,17 @@
 //===- executor.cpp - Executing one rank's part of a plan -----------------===//
 //
-// The executor decodes its rank's instructions once, into the order they
-// run in: the local copies, then per step the packs, the transfers (one
-// exchange) and the unpacks. A loaded plan has been validated, so no walk
-// leaves its binding or the staging buffer; the executor checks only what
-// the caller supplies: the buffers bound to the plan's shards.
+// The executor decodes its rank's instructions once (program.h) and, over a
+// transport that shares the address space, marks the messages it pulls. A
+// loaded plan has been validated, so no walk leaves its binding or the
+// staging buffer; the executor checks only what the caller supplies: the
+// buffers bound to the plan's shards.
 //
 //===----------------------------------------------------------------------===//
 
 #include "m2n/executor.h"
 
 #include "plan_internal.h"
+#include "program.h"
 #include "transport.h"
 
 #include <chrono>
@@ -23,113 +24,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One step of a rank's program, its records grouped by phase.
-struct StepProgram {
-  uint64_t step = 0;
-  std::vector<Instruction> packs;
-  std::vector<Instruction> transfers;
-  std::vector<Instruction> unpacks;
-};
-
-struct Program {
-  std::vector<Instruction> copies;
-  std::vector<StepProgram> steps;
-};
-
-// The plan's order is already the execution order; validation guarantees
-// that COPYs precede the first STEP and that every other record follows one.
-Program decodeProgram(const LoadedPlan &plan, uint32_t rank) {
-  Program program;
-  for (const Instruction &inst : plan.instructions(rank)) {
-    switch (inst.opcode) {
-    case M2N_OP_STEP:
-      program.steps.emplace_back();
-      program.steps.back().step = inst.step;
-      break;
-    case M2N_OP_COPY:
-      program.copies.push_back(inst);
-      break;
-    case M2N_OP_PACK:
-      program.steps.back().packs.push_back(inst);
-      break;
-    case M2N_OP_UNPACK:
-      program.steps.back().unpacks.push_back(inst);
-      break;
-    case M2N_OP_SEND:
-    case M2N_OP_RECV:
-    case M2N_OP_SEND_DIRECT:
-    case M2N_OP_RECV_DIRECT:
-      program.steps.back().transfers.push_back(inst);
-      break;
-    }
-  }
-  return program;
-}
-
-uint64_t walkBytes(const Instruction &inst) {
-  uint64_t bytes = inst.runs.run_bytes;
-  for (uint32_t level = 0; level < inst.levels; ++level)
-    bytes *= static_cast<uint64_t>(inst.count[level]);
-  return bytes;
-}
-
-// Moves the runs of a COPY, PACK or UNPACK from the buffer at `from` to the
-// one at `to`: the innermost level in a tight loop, the outer ones as an
-// odometer.
-void walk(const Instruction &inst, const uint8_t *from, uint8_t *to) {
-  const uint64_t run = inst.runs.run_bytes;
-  int64_t fromAt = static_cast<int64_t>(inst.runs.from_offset);
-  int64_t toAt = static_cast<int64_t>(inst.runs.to_offset);
-  if (inst.levels == 0) {
-    std::memcpy(to + toAt, from + fromAt, run);
-    return;
-  }
-  const uint32_t inner = inst.levels - 1;
-  int64_t index[M2N_PLAN_MAX_LEVELS] = {};
-  for (;;) {
-    for (int64_t i = 0; i < inst.count[inner]; ++i)
-      std::memcpy(to + toAt + i * inst.toStride[inner],
-                  from + fromAt + i * inst.fromStride[inner], run);
-    uint32_t level = inner;
-    for (;;) {
-      if (level == 0)
-        return;
-      --level;
-      fromAt += inst.fromStride[level];
-      toAt += inst.toStride[level];
-      if (++index[level] < inst.count[level])
-        break;
-      fromAt -= inst.fromStride[level] * inst.count[level];
-      toAt -= inst.toStride[level] * inst.count[level];
-      index[level] = 0;
-    }
-  }
-}
-
-bool isSend(m2n_opcode_t opcode) {
-  return opcode == M2N_OP_SEND || opcode == M2N_OP_SEND_DIRECT;
-}
-
-bool isDirect(m2n_opcode_t opcode) {
-  return opcode == M2N_OP_SEND_DIRECT || opcode == M2N_OP_RECV_DIRECT;
-}
-
-// What a run moves is fixed by the plan; only the times are measured.
+// What a run moves is fixed by the program; only the times are measured.
+// Pulled messages count as sent and received, and their bytes neither as
+// packed nor as unpacked: they never pass through staging.
 m2n_executor_stats_t plannedStats(const Program &program) {
   m2n_executor_stats_t stats = {};
-  for (const Instruction &copy : program.copies)
-    stats.bytes_copied += walkBytes(copy);
+  for (const Walk &copy : program.copies)
+    stats.bytes_copied += copy.bytes();
   for (const StepProgram &step : program.steps) {
     ++stats.steps;
-    for (const Instruction &pack : step.packs)
-      stats.bytes_packed += walkBytes(pack);
-    for (const Instruction &unpack : step.unpacks)
-      stats.bytes_unpacked += walkBytes(unpack);
-    for (const Instruction &transfer : step.transfers) {
-      bool send = isSend(transfer.opcode);
-      (send ? stats.bytes_sent : stats.bytes_received) +=
-          transfer.transfer.bytes;
-      ++(send ? stats.messages_sent : stats.messages_received);
+    for (const Walk &pack : step.packs)
+      stats.bytes_packed += pack.bytes();
+    for (const Walk &unpack : step.unpacks)
+      stats.bytes_unpacked += unpack.bytes();
+    for (const Transfer &transfer : step.transfers) {
+      (transfer.send ? stats.bytes_sent : stats.bytes_received) +=
+          transfer.bytes;
+      ++(transfer.send ? stats.messages_sent : stats.messages_received);
     }
   }
   return stats;
@@ -150,10 +61,9 @@ struct FreeDeleter {
   void operator()(uint8_t *data) const { std::free(data); }
 };
 
-// A binding of the rank and the buffer bound to it.
+// A binding of the rank and the state of its buffer (in the buffer table).
 struct Slot {
   const m2n_plan_binding_t *binding = nullptr;
-  uint8_t *data = nullptr;
   bool bound = false;
   std::string bindError; // why its last bind failed
 };
@@ -163,7 +73,11 @@ struct Slot {
 class RankExecutor {
 public:
   RankExecutor(const LoadedPlan &plan, TransportImpl &transport)
-      : plan_(plan), transport_(transport), rank_(transport.rank()) {}
+      : plan_(plan), transport_(transport), rank_(transport.rank()),
+        pulls_(transport.sharesAddressSpace()) {}
+  ~RankExecutor();
+  RankExecutor(const RankExecutor &) = delete;
+  RankExecutor &operator=(const RankExecutor &) = delete;
 
   m2n_status_t init();
   m2n_status_t bind(const char *tensorName, m2n_role_t role, void *data,
@@ -183,14 +97,16 @@ private:
   m2n_status_t checkBuffer(Slot &slot, void *data, m2n_dtype_t dtype,
                            uint32_t ndim, const int64_t *shape);
   std::string unboundReason() const;
-  TransferOp transferOp(const Instruction &inst);
+  TransferOp transferOp(const Transfer &transfer);
   m2n_status_t execute();
 
   const LoadedPlan &plan_;
   TransportImpl &transport_;
   const uint32_t rank_;
+  const bool pulls_; // whether messages may be pulled
   Program program_;
   std::vector<Slot> slots_;
+  BufferTable buffers_; // by binding, what peers pull from when pulls_
   std::unordered_map<uint64_t, uint32_t> slotIndex_;
   std::unique_ptr<uint8_t, FreeDeleter> staging_;
   std::vector<TransferOp> ops_; // one step's, reused
@@ -199,6 +115,11 @@ private:
   m2n_executor_step_fn onStep_ = nullptr;
   void *onStepData_ = nullptr;
 };
+
+RankExecutor::~RankExecutor() {
+  if (pulls_)
+    transport_.publishBuffers(nullptr);
+}
 
 m2n_status_t RankExecutor::init() {
   const m2n_plan_rank_header_t *section = plan_.rankHeader(rank_);
@@ -212,7 +133,10 @@ m2n_status_t RankExecutor::init() {
                        i);
     slots_.push_back(std::move(slot));
   }
+  buffers_.assign(slots_.size(), nullptr);
   program_ = decodeProgram(plan_, rank_);
+  if (pulls_)
+    pullMessages(plan_, rank_, &program_);
   planned_ = plannedStats(program_);
   uint64_t staging = section->staging_bytes;
   if (staging != 0) {
@@ -266,14 +190,15 @@ m2n_status_t RankExecutor::bind(const char *tensorName, m2n_role_t role,
                rank_, " holds no ", roleName(role), " shard of it in the plan")
             .c_str());
   Slot &slot = slots_[found->second];
+  uint8_t *&buffer = buffers_[found->second];
   if (m2n_status_t status = checkBuffer(slot, data, dtype, ndim, shape)) {
     slot.bound = false;
-    slot.data = nullptr;
+    buffer = nullptr;
     slot.bindError = m2n_status_message(status);
     return status;
   }
   slot.bound = true;
-  slot.data = static_cast<uint8_t *>(data);
+  buffer = static_cast<uint8_t *>(data);
   slot.bindError.clear();
   return nullptr;
 }
@@ -323,20 +248,27 @@ std::string RankExecutor::unboundReason() const {
   return reason;
 }
 
-TransferOp RankExecutor::transferOp(const Instruction &inst) {
-  const m2n_plan_transfer_t &transfer = inst.transfer;
-  uint8_t *base =
-      isDirect(inst.opcode) ? slots_[transfer.binding].data : staging_.get();
+TransferOp RankExecutor::transferOp(const Transfer &transfer) {
   TransferOp op;
-  op.kind = isSend(inst.opcode) ? TransferOp::Send : TransferOp::Receive;
+  op.kind = transfer.send ? TransferOp::Send : TransferOp::Receive;
   op.peer = transfer.peer;
-  op.data = base + transfer.staging_offset;
   op.bytes = transfer.bytes;
+  if (transfer.pulled) {
+    op.pulled = true;
+    op.walks = &transfer.pull;
+    return op;
+  }
+  uint8_t *base = transfer.direct ? buffers_[transfer.binding] : staging_.get();
+  op.data = base + transfer.offset;
   return op;
 }
 
 m2n_status_t RankExecutor::run() {
   auto start = Clock::now();
+  // Before the agreement, which no peer passes before this rank arrives:
+  // no peer pulls from this rank before it.
+  if (pulls_)
+    transport_.publishBuffers(&buffers_);
   std::string why = unboundReason();
   M2N_RETURN_IF_ERROR(
       transport_.agree(plan_.header().content_hash, why.empty(), why));
@@ -352,22 +284,21 @@ m2n_status_t RankExecutor::run() {
 }
 
 m2n_status_t RankExecutor::execute() {
-  for (const Instruction &copy : program_.copies)
-    walk(copy, slots_[copy.runs.from_binding].data,
-         slots_[copy.runs.to_binding].data);
+  for (const Walk &copy : program_.copies)
+    runWalk(copy, buffers_[copy.fromBinding], buffers_[copy.toBinding]);
   for (const StepProgram &step : program_.steps) {
     if (onStep_)
       onStep_(onStepData_, step.step);
-    for (const Instruction &pack : step.packs)
-      walk(pack, slots_[pack.runs.from_binding].data, staging_.get());
+    for (const Walk &pack : step.packs)
+      runWalk(pack, buffers_[pack.fromBinding], staging_.get());
     ops_.clear();
-    for (const Instruction &transfer : step.transfers)
+    for (const Transfer &transfer : step.transfers)
       ops_.push_back(transferOp(transfer));
     // A failed exchange has already told the peers.
     if (!ops_.empty())
       M2N_RETURN_IF_ERROR(transport_.exchange(step.step, ops_, nullptr));
-    for (const Instruction &unpack : step.unpacks)
-      walk(unpack, staging_.get(), slots_[unpack.runs.to_binding].data);
+    for (const Walk &unpack : step.unpacks)
+      runWalk(unpack, staging_.get(), buffers_[unpack.toBinding]);
   }
   return nullptr;
 }

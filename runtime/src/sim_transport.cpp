@@ -1,11 +1,18 @@
 //===- sim_transport.cpp - Every rank in one process, one thread each -----===//
 //
 // A world is shared state under one mutex: a mailbox per (sender, receiver)
-// pair and the agreements in progress. A send is a rendezvous: the sender
-// posts a pointer to its bytes and waits until the receiver has copied them,
-// as a synchronous host exchange must (the sender reuses its staging buffer
-// in the next step). A rank posts all its sends before it waits for any
-// receive, so no order of ranks deadlocks.
+// pair, the agreements in progress, and each rank's published buffers. A
+// send is a rendezvous: the sender posts a pointer to its bytes (or, for a
+// pulled message, only that it is there) and waits until the receiver has
+// copied them, or pulled them from the sender's published buffers, as a
+// synchronous host exchange must (the sender reuses its staging buffer in
+// the next step, and may write its bindings once its run is over). A rank
+// posts all its sends before it waits for any receive, so no order of
+// ranks deadlocks.
+//
+// Each rank waits on a condition variable of its own, and whoever changes
+// what a rank waits for wakes that rank alone: with many ranks on few
+// cores, waking every rank at every message costs more than the messages.
 //
 // The first failure (an abort, a timeout, a mismatched message) is the
 // world's for good: every waiting and later call returns it.
@@ -53,11 +60,13 @@ struct SendGroup {
   size_t copying = 0;    // being copied by a receiver now
 };
 
-// A send waiting in its mailbox, pointing into the sender's buffer.
+// A send waiting in its mailbox, pointing into the sender's buffer unless
+// it is pulled.
 struct Posted {
   uint64_t step;
   const uint8_t *data;
   uint64_t bytes;
+  bool pulled;
   SendGroup *group;
 };
 
@@ -76,8 +85,8 @@ enum class Wait { Done, Aborted, TimedOut };
 class SimWorldState {
 public:
   explicit SimWorldState(uint32_t size)
-      : size_(size), attached_(size, false), agreeCount_(size, 0),
-        mailboxes_(size_t(size) * size) {}
+      : size_(size), wake_(size), attached_(size, false), agreeCount_(size, 0),
+        mailboxes_(size_t(size) * size), published_(size, nullptr) {}
 
   uint32_t size() const { return size_; }
   m2n_status_t attach(uint32_t rank);
@@ -87,10 +96,12 @@ public:
   m2n_status_t exchange(uint32_t rank, double timeout, uint64_t step,
                         const std::vector<TransferOp> &ops);
   void abort(uint32_t rank, const std::string &why);
+  void publish(uint32_t rank, const BufferTable *buffers);
 
 private:
   template <typename Done>
-  Wait waitFor(Lock &lock, const Deadline &deadline, Done done);
+  Wait waitFor(Lock &lock, uint32_t rank, const Deadline &deadline, Done done);
+  void wakeAll();
   void abortLocked(uint32_t rank, const std::string &why);
   m2n_status_t failure() const;
   std::deque<Posted> &mailbox(uint32_t from, uint32_t to) {
@@ -105,12 +116,13 @@ private:
   void withdraw(Lock &lock, uint32_t rank, SendGroup &group);
 
   std::mutex mutex_;
-  std::condition_variable changed_;
   const uint32_t size_;
+  std::vector<std::condition_variable> wake_; // by rank
   std::vector<bool> attached_;
   std::vector<uint64_t> agreeCount_;
   std::map<uint64_t, AgreeRound> rounds_;
   std::vector<std::deque<Posted>> mailboxes_;
+  std::vector<const BufferTable *> published_;
   std::string failure_; // empty while the world is healthy
 };
 
@@ -131,7 +143,9 @@ void SimWorldState::detach(uint32_t rank) {
 }
 
 template <typename Done>
-Wait SimWorldState::waitFor(Lock &lock, const Deadline &deadline, Done done) {
+Wait SimWorldState::waitFor(Lock &lock, uint32_t rank, const Deadline &deadline,
+                            Done done) {
+  std::condition_variable &wake = wake_[rank];
   for (;;) {
     // Done first: a rank whose part is complete succeeds even if another
     // rank has failed meanwhile.
@@ -140,22 +154,32 @@ Wait SimWorldState::waitFor(Lock &lock, const Deadline &deadline, Done done) {
     if (!failure_.empty())
       return Wait::Aborted;
     if (!deadline)
-      changed_.wait(lock);
-    else if (changed_.wait_until(lock, *deadline) == std::cv_status::timeout &&
+      wake.wait(lock);
+    else if (wake.wait_until(lock, *deadline) == std::cv_status::timeout &&
              !done() && failure_.empty())
       return Wait::TimedOut;
   }
 }
 
+void SimWorldState::wakeAll() {
+  for (std::condition_variable &wake : wake_)
+    wake.notify_all();
+}
+
 void SimWorldState::abortLocked(uint32_t rank, const std::string &why) {
   if (failure_.empty())
     failure_ = failedRankMessage(rank, why);
-  changed_.notify_all();
+  wakeAll();
 }
 
 void SimWorldState::abort(uint32_t rank, const std::string &why) {
   Lock lock(mutex_);
   abortLocked(rank, why);
+}
+
+void SimWorldState::publish(uint32_t rank, const BufferTable *buffers) {
+  Lock lock(mutex_);
+  published_[rank] = buffers;
 }
 
 m2n_status_t SimWorldState::failure() const {
@@ -178,11 +202,11 @@ m2n_status_t SimWorldState::agree(uint32_t rank, double timeout,
   }
   round.records[rank] = record;
   round.arrived[rank] = true;
-  ++round.arrivedCount;
-  changed_.notify_all();
+  if (++round.arrivedCount == size_)
+    wakeAll();
 
-  Wait wait =
-      waitFor(lock, deadline, [&] { return round.arrivedCount == size_; });
+  Wait wait = waitFor(lock, rank, deadline,
+                      [&] { return round.arrivedCount == size_; });
   if (wait == Wait::Done) {
     *out = round.records;
     if (--round.unread == 0)
@@ -213,11 +237,11 @@ m2n_status_t SimWorldState::exchange(uint32_t rank, double timeout,
     if (op.kind != TransferOp::Send)
       continue;
     mailbox(rank, op.peer)
-        .push_back(
-            {step, static_cast<const uint8_t *>(op.data), op.bytes, &group});
+        .push_back({step, static_cast<const uint8_t *>(op.data), op.bytes,
+                    op.pulled, &group});
     ++group.unfinished;
+    wake_[op.peer].notify_all();
   }
-  changed_.notify_all();
 
   m2n_status_t status = nullptr;
   for (const TransferOp &op : ops) {
@@ -238,7 +262,7 @@ m2n_status_t SimWorldState::receive(Lock &lock, uint32_t rank, double timeout,
                                     const Deadline &deadline, uint64_t step,
                                     const TransferOp &op) {
   std::deque<Posted> &box = mailbox(op.peer, rank);
-  Wait wait = waitFor(lock, deadline, [&] { return !box.empty(); });
+  Wait wait = waitFor(lock, rank, deadline, [&] { return !box.empty(); });
   if (wait == Wait::TimedOut)
     abortLocked(rank,
                 concat("timed out after ", formatSeconds(timeout), " in step ",
@@ -255,22 +279,38 @@ m2n_status_t SimWorldState::receive(Lock &lock, uint32_t rank, double timeout,
                              posted.bytes, " bytes in step ", posted.step));
     return failure();
   }
+  if (posted.pulled != op.pulled) {
+    abortLocked(
+        rank, concat("in step ", step, " it ", op.pulled ? "pulls" : "expects",
+                     " the ", op.bytes, " bytes from rank ", op.peer,
+                     op.pulled ? ", which sends them through staging"
+                               : " through staging, which sends them to "
+                                 "be pulled"));
+    return failure();
+  }
   // Copy without the lock, so that ranks copy in parallel; the sender waits
-  // for `copying` before its bytes may go.
+  // for `copying` before its bytes may go. Published tables are read under
+  // the lock: both ranks published theirs before their runs' agreement.
   ++posted.group->copying;
+  const BufferTable *from = published_[op.peer], *to = published_[rank];
   lock.unlock();
-  std::memcpy(op.data, posted.data, op.bytes);
+  if (op.pulled)
+    for (const Walk &walk : *op.walks)
+      runWalk(walk, (*from)[walk.fromBinding], (*to)[walk.toBinding]);
+  else
+    std::memcpy(op.data, posted.data, op.bytes);
   lock.lock();
   --posted.group->copying;
   --posted.group->unfinished;
-  changed_.notify_all();
+  wake_[op.peer].notify_all(); // the sender
   return nullptr;
 }
 
 m2n_status_t SimWorldState::awaitSends(Lock &lock, uint32_t rank,
                                        double timeout, const Deadline &deadline,
                                        uint64_t step, SendGroup &group) {
-  Wait wait = waitFor(lock, deadline, [&] { return group.unfinished == 0; });
+  Wait wait =
+      waitFor(lock, rank, deadline, [&] { return group.unfinished == 0; });
   if (wait == Wait::Done)
     return nullptr;
   if (wait == Wait::TimedOut) {
@@ -295,7 +335,7 @@ void SimWorldState::withdraw(Lock &lock, uint32_t rank, SendGroup &group) {
               box.end());
   }
   // Copies in progress finish without waiting on anything.
-  changed_.wait(lock, [&] { return group.copying == 0; });
+  wake_[rank].wait(lock, [&] { return group.copying == 0; });
 }
 
 namespace {
@@ -308,6 +348,10 @@ public:
 
   uint32_t rank() const override { return rank_; }
   uint32_t worldSize() const override { return world_->size(); }
+  bool sharesAddressSpace() const override { return true; }
+  void publishBuffers(const BufferTable *buffers) override {
+    world_->publish(rank_, buffers);
+  }
   void setTimeout(double seconds) override { timeout_ = seconds; }
 
   m2n_status_t agree(uint64_t planHash, bool ready,

@@ -10,6 +10,17 @@
 //             NCCL group would be), matched between two ranks by their order
 //             within the step.
 //
+// A transport whose ranks share an address space (sim) can do better than
+// carry bytes from one staging buffer to another: each rank publishes its
+// bound buffers, and a receiver pulls a message itself, with walks from
+// the sender's buffers straight into its own that fuse the sender's packs
+// and its unpacks (program.h). The exchange still matches the message and
+// orders it: a pull starts once the sender has posted the message, so
+// after every earlier step of the sender (a relay forwards what it
+// received then), and the sender's exchange ends once the pull is done, so
+// its buffers stay put meanwhile. A transport across address spaces (mpi)
+// keeps the staged path; one over CUDA IPC could pull as sim does.
+//
 // The interface leaves room for a device transport (NCCL on CUDA): buffers
 // are plain pointers whose kind memoryKind() states, and exchange takes the
 // caller's stream. Host transports (sim, mpi) complete the exchange before
@@ -22,6 +33,7 @@
 #define M2N_TRANSPORT_INTERNAL_H
 
 #include "m2n/transport.h"
+#include "walk.h"
 
 #include <cstdint>
 #include <memory>
@@ -33,13 +45,23 @@ namespace m2n {
 /// Where the buffers of an exchange live.
 enum class MemoryKind { Host, Device };
 
+/// A rank's bound buffers by binding index, as it publishes them to the
+/// peers that pull from it.
+using BufferTable = std::vector<uint8_t *>;
+
 /// One message of an exchange, seen from this rank.
 struct TransferOp {
   enum Kind : uint8_t { Send, Receive };
   Kind kind = Send;
   uint32_t peer = 0;
-  void *data = nullptr;   // a send only reads it
+  void *data = nullptr; // the bytes, unless pulled; a send only reads them
   uint64_t bytes = 0;
+  /// Pulled (only where the transport shares the address space): the bytes
+  /// pass through no `data`; the receiver moves them with `walks`, from the
+  /// sender's published buffers (their from side) into its own (their to
+  /// side). Both ends of a message say so alike.
+  bool pulled = false;
+  const std::vector<Walk> *walks = nullptr; // a pulled receive's
 };
 
 /// One rank's part of an agreement.
@@ -57,6 +79,17 @@ public:
   virtual uint32_t worldSize() const = 0;
   virtual MemoryKind memoryKind() const { return MemoryKind::Host; }
 
+  /// Whether every peer lives in this rank's address space, so that
+  /// messages may be pulled (TransferOp::pulled). Such a transport carries
+  /// pulled messages and takes publishBuffers.
+  virtual bool sharesAddressSpace() const { return false; }
+
+  /// Where sharesAddressSpace(): publishes this rank's bound buffers for its
+  /// peers' pulls, or withdraws them (nullptr). The table must stay valid
+  /// and unchanged while this rank runs: peers pull from it only during
+  /// this rank's exchanges.
+  virtual void publishBuffers(const BufferTable *buffers) { (void)buffers; }
+
   /// Seconds to wait for a peer in one call before aborting; 0 is forever.
   virtual void setTimeout(double seconds) = 0;
 
@@ -69,9 +102,8 @@ public:
   /// Step `step`'s messages as one group, in record order. Between two
   /// ranks the k-th send of one matches the k-th receive of the other. On
   /// failure the transport has aborted the group: the peers are told.
-  virtual m2n_status_t exchange(uint64_t step,
-                                const std::vector<TransferOp> &ops,
-                                void *stream) = 0;
+  virtual m2n_status_t
+  exchange(uint64_t step, const std::vector<TransferOp> &ops, void *stream) = 0;
 
   /// Tells every peer that this rank failed because of `why`.
   virtual void abort(const std::string &why) = 0;

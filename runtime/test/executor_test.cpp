@@ -2,7 +2,7 @@
 
 #include "sim_test_util.h"
 
-#include "failing_transport.h"
+#include "wrapped_transports.h"
 #include "plan_internal.h"
 #include "plan_test_util.h"
 
@@ -33,52 +33,63 @@ void expectAllAborted(const std::vector<Outcome> &outcomes,
   }
 }
 
-TEST(Executor, ForwardsLikeARelay) {
-  SimRefit refit(relayPlan());
+// Each plan runs both ways a sim world can carry messages: pulled straight
+// from the sender's buffers (as the sim transport does), and through both
+// ranks' staging buffers (as over MPI).
+class Execution : public ::testing::TestWithParam<Path> {};
+
+INSTANTIATE_TEST_SUITE_P(Paths, Execution,
+                         ::testing::Values(Path::Pulled, Path::Staged),
+                         pathTestName);
+
+TEST_P(Execution, ForwardsLikeARelay) {
+  SimRefit refit(relayPlan(), GetParam());
   expectAllOk(refit.run());
   EXPECT_EQ(refit.checkDestinations(), "");
 }
 
-TEST(Executor, CopiesLocallyAndPacks) {
-  SimRefit refit(copyAndPackPlan());
+TEST_P(Execution, CopiesLocallyAndPacks) {
+  SimRefit refit(copyAndPackPlan(), GetParam());
   expectAllOk(refit.run());
   EXPECT_EQ(refit.checkDestinations(), "");
 }
 
-TEST(Executor, ReusesStagingAcrossSteps) {
-  SimRefit refit(multiStepPlan());
+TEST_P(Execution, ReusesStagingAcrossSteps) {
+  SimRefit refit(multiStepPlan(), GetParam());
   expectAllOk(refit.run());
   EXPECT_EQ(refit.checkDestinations(), "");
 }
 
-TEST(Executor, WalksManyLevels) {
-  SimRefit refit(stridedPlan());
+TEST_P(Execution, WalksManyLevels) {
+  SimRefit refit(stridedPlan(), GetParam());
   expectAllOk(refit.run());
   EXPECT_EQ(refit.checkDestinations(), "");
 }
 
-TEST(Executor, RunsThePlanWithEveryOpcode) {
+TEST_P(Execution, RunsThePlanWithEveryOpcode) {
   // Five ranks, rank 4 without work: it still takes part in the agreement.
-  SimRefit refit(samplePlan());
+  SimRefit refit(samplePlan(), GetParam());
   expectAllOk(refit.run());
   EXPECT_EQ(refit.checkDestinations(), "");
 }
 
-TEST(Executor, RunsAgainWithNewContents) {
-  SimRefit refit(relayPlan());
+TEST_P(Execution, RunsAgainWithNewContents) {
+  SimRefit refit(relayPlan(), GetParam());
   expectAllOk(refit.run(3));
   EXPECT_EQ(refit.checkDestinations(), "");
   for (const m2n_executor_stats_t &stats : refit.stats())
     EXPECT_EQ(stats.runs, 3u);
 }
 
-TEST(Executor, CountsWhatItMoves) {
-  SimRefit refit(samplePlan());
+TEST_P(Execution, CountsWhatItMoves) {
+  SimRefit refit(samplePlan(), GetParam());
   expectAllOk(refit.run());
+  // Pulled messages skip staging: nothing is packed or unpacked.
+  const uint64_t staged = GetParam() == Path::Staged ? 48 : 0;
   const m2n_executor_stats_t &rank0 = refit.stats()[0];
   EXPECT_EQ(rank0.bytes_sent, 72u);
   EXPECT_EQ(rank0.bytes_received, 0u);
-  EXPECT_EQ(rank0.bytes_packed, 48u);
+  EXPECT_EQ(rank0.bytes_packed, staged);
   EXPECT_EQ(rank0.messages_sent, 4u);
   EXPECT_EQ(rank0.steps, 1u);
   EXPECT_EQ(rank0.runs, 1u);
@@ -88,7 +99,7 @@ TEST(Executor, CountsWhatItMoves) {
   EXPECT_EQ(rank1.bytes_copied, 24u);
   const m2n_executor_stats_t &rank2 = refit.stats()[2];
   EXPECT_EQ(rank2.bytes_received, 60u);
-  EXPECT_EQ(rank2.bytes_unpacked, 48u);
+  EXPECT_EQ(rank2.bytes_unpacked, staged);
   EXPECT_EQ(rank2.messages_received, 3u);
   EXPECT_EQ(rank2.steps, 2u);
   const m2n_executor_stats_t &rank4 = refit.stats()[4];
@@ -240,9 +251,9 @@ TEST_F(Bound, RejectsBadArguments) {
             M2N_STATUS_INVALID_ARGUMENT);
 }
 
-TEST(Executor, AcceptsNullForAnEmptyShard) {
+TEST_P(Execution, AcceptsNullForAnEmptyShard) {
   // copyAndPackPlan's rank 2 holds rows 4:4; RankBuffers binds it as NULL.
-  SimRefit refit(copyAndPackPlan());
+  SimRefit refit(copyAndPackPlan(), GetParam());
   expectAllOk(refit.run());
 }
 
@@ -325,12 +336,12 @@ TEST(Executor, AllFailWhenARankHoldsAnotherPlan) {
   }
 }
 
-TEST(Executor, OthersFailWhenARankFailsMidway) {
+TEST_P(Execution, OthersFailWhenARankFailsMidway) {
   // Rank 2 fails in step 1, after its step 0. Rank 0, whose part ended
   // when rank 2 received its message in step 0, succeeds; rank 3, which
   // waits for rank 2, fails. Rank 1 races rank 2: it fails if it starts its
   // step 0 after rank 2 has failed.
-  SimRefit refit(relayPlan());
+  SimRefit refit(relayPlan(), GetParam());
   refit.onTransport([](int rank, m2n_transport_t transport) {
     if (rank == 2)
       failAtStep(transport, 1);
@@ -347,8 +358,8 @@ TEST(Executor, OthersFailWhenARankFailsMidway) {
   EXPECT_EQ(outcomes[3].message, "rank 2 failed: injected failure");
 }
 
-TEST(Executor, OthersFailWhenARankAborts) {
-  SimRefit refit(relayPlan());
+TEST_P(Execution, OthersFailWhenARankAborts) {
+  SimRefit refit(relayPlan(), GetParam());
   refit.replaceRank(1, [](m2n_transport_t transport) {
     m2n_status_free(m2n_transport_abort(transport, "out of memory"));
   });
@@ -372,11 +383,11 @@ TEST(Executor, OthersTimeOutWhenARankNeverComes) {
   }
 }
 
-TEST(Executor, OthersTimeOutWhenARankStopsMidway) {
+TEST_P(Execution, OthersTimeOutWhenARankStopsMidway) {
   // Rank 1 agrees, then never exchanges: rank 0 waits for it in step 0.
   // Rank 2, waiting for rank 0 in step 1, would time out as soon: it
   // waits longer, so that rank 0 is the one to give up.
-  SimRefit refit(multiStepPlan());
+  SimRefit refit(multiStepPlan(), GetParam());
   refit.setTimeout(0.2);
   refit.onTransport([](int rank, m2n_transport_t transport) {
     if (rank == 2)

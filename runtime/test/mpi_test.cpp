@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "executor_test_util.h"
-#include "failing_transport.h"
+#include "wrapped_transports.h"
 #include "plan_internal.h"
 #include "plan_test_util.h"
 #include "transport.h"

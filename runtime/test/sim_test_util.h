@@ -1,10 +1,10 @@
-//===- sim_test_util.h - Running every rank of a plan on threads -*- C++
-//-*-===//
+//===- sim_test_util.h - Every rank of a plan on a thread -------*- C++ -*-===//
 
 #ifndef M2N_RUNTIME_TEST_SIM_TEST_UTIL_H
 #define M2N_RUNTIME_TEST_SIM_TEST_UTIL_H
 
 #include "executor_test_util.h"
+#include "wrapped_transports.h"
 
 #include "m2n/transport.h"
 
@@ -50,12 +50,26 @@ inline m2n_plan_t loadPlan(const std::vector<uint8_t> &bytes) {
   return plan;
 }
 
+/// How a sim world carries messages: pulled where the executor can (the
+/// sim transport as it is), or all through staging, as over MPI.
+enum class Path { Pulled, Staged };
+
+inline const char *pathName(Path path) {
+  return path == Path::Pulled ? "Pulled" : "Staged";
+}
+/// Names the tests of either path after it.
+inline std::string pathTestName(const ::testing::TestParamInfo<Path> &info) {
+  return pathName(info.param);
+}
+inline void PrintTo(Path path, std::ostream *out) { *out << pathName(path); }
+
 /// Every rank of a plan in one sim world, each with its buffers. A rank may
 /// be given its own plan (to disagree), its own binding rule, or its own
 /// body instead of bind-and-run.
 class SimRefit {
 public:
-  explicit SimRefit(const std::vector<uint8_t> &plan) {
+  explicit SimRefit(const std::vector<uint8_t> &plan, Path path = Path::Pulled)
+      : path_(path) {
     plan_ = loadPlan(plan);
     m2n_plan_info_t info;
     m2n_status_free(m2n_plan_get_info(plan_, &info));
@@ -121,6 +135,7 @@ public:
 private:
   Outcome runRank(int rank, int runs);
 
+  Path path_;
   m2n_plan_t plan_ = nullptr;
   std::vector<m2n_plan_t> plans_;
   std::vector<m2n_plan_t> own_;
@@ -149,6 +164,8 @@ inline Outcome SimRefit::runRank(int rank, int runs) {
   if (!result.ok())
     return result;
   m2n_status_free(m2n_transport_set_timeout(transport, timeout_));
+  if (path_ == Path::Staged)
+    stageOnly(transport);
   if (hook_)
     hook_(rank, transport);
   if (rank < static_cast<int>(bodies_.size()) && bodies_[rank]) {

@@ -159,6 +159,29 @@ TEST_F(SimPair, AbortsOnMismatchedMessages) {
   EXPECT_EQ(outcome(rank(0).agree(1, true, "")).message, expected);
 }
 
+TEST_F(SimPair, AbortsWhenOnlyOneEndPulls) {
+  // Both ends of a message must take the same path; a mismatch fails the
+  // world rather than leave a pull reading nothing.
+  std::vector<uint8_t> data(8);
+  std::vector<Walk> walks(1);
+  walks[0].runBytes = 8;
+  std::vector<Outcome> outcomes(2);
+  onEveryRank(2, [&](int r) {
+    TransferOp op{r == 0 ? TransferOp::Send : TransferOp::Receive,
+                  uint32_t(1 - r), data.data(), 8};
+    if (r == 0) {
+      op.data = nullptr;
+      op.pulled = true;
+    }
+    outcomes[r] = outcome(rank(r).exchange(3, {op}, nullptr));
+  });
+  const char *expected = "rank 1 failed: in step 3 it expects the 8 bytes "
+                         "from rank 0 through staging, which sends them to "
+                         "be pulled";
+  EXPECT_EQ(outcomes[0].message, expected);
+  EXPECT_EQ(outcomes[1].message, expected);
+}
+
 TEST_F(SimPair, AgreesAgainAndAgain) {
   onEveryRank(2, [&](int r) {
     for (int round = 0; round < 100; ++round)
