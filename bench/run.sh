@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Builds m2n where it is out of date and runs every benchmark, writing each
-# one's results as JSON into OUT_DIR: compile.json, baselines.json and
-# host-exec.json (Google Benchmark's format), and cuda-pack.json (the
-# M2N_BENCH line's figures) when the CUDA pack benchmark was built and a
-# GPU answers. Arguments after OUT_DIR go to every Google Benchmark binary.
+# one's results as JSON into OUT_DIR: refit.json and host-exec.json (Google
+# Benchmark's format), and cuda-pack.json (the M2N_BENCH line's figures)
+# when the CUDA pack benchmark was built and a GPU answers. Arguments after OUT_DIR go to every Google Benchmark binary.
 #
 #   bench/run.sh OUT_DIR [--benchmark_filter=...]
 #
@@ -34,8 +33,7 @@ gbench() {
   "$build/bench/m2n-$1-bench" --benchmark_min_time="$2" \
     --benchmark_out="$out/$1.json" --benchmark_out_format=json "${extra[@]}"
 }
-gbench compile 0.01
-gbench baselines 0.01
+gbench refit 0.01
 gbench host-exec 0.5
 
 cuda=$build/runtime/bench/m2n_cuda_pack_bench
