@@ -12,6 +12,8 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <cstdlib>
+
 using namespace m2n;
 
 mlir::FailureOr<plan::Plan> bench::compilePlan(const spec::RefitSpec &spec) {
@@ -23,6 +25,8 @@ mlir::FailureOr<plan::Plan> bench::compilePlan(const spec::RefitSpec &spec) {
   mlir::PassManager pm(&context);
   pm.enableVerifier(false);
   buildCompilePipeline(pm, CompilePipelineOptions());
+  if (std::getenv("M2N_TIMING"))
+    pm.enableTiming();
   if (mlir::failed(pm.run(*module)) || mlir::failed(mlir::verify(*module)))
     return mlir::failure();
   return readPlan(*module->getOps<RefitOp>().begin());

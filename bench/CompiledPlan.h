@@ -12,7 +12,8 @@ namespace m2n::bench {
 
 /// The plan that the default m2n-compile pipeline gives `spec`: decomposed,
 /// balanced, relayed, fused, scheduled and verified. Fails, with the
-/// pipeline's diagnostics on stderr, when the pipeline does.
+/// pipeline's diagnostics on stderr, when the pipeline does. With M2N_TIMING
+/// in the environment it also prints the time of each pass.
 mlir::FailureOr<plan::Plan> compilePlan(const spec::RefitSpec &spec);
 
 } // namespace m2n::bench

@@ -24,25 +24,17 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CompiledPlan.h"
 #include "PresetRefit.h"
 
-#include "m2n/Dialect/M2N/IR/M2NDialect.h"
-#include "m2n/Dialect/M2N/IR/M2NOps.h"
-#include "m2n/Dialect/M2N/Transforms/Pipelines.h"
-#include "m2n/Dialect/M2N/Transforms/PlanIR.h"
 #include "m2n/Plan/Baselines.h"
 #include "m2n/Plan/CostModel.h"
 #include "m2n/Target/ExportPlan.h"
-#include "m2n/Target/ImportSpec.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -77,7 +69,8 @@ double seconds(std::chrono::steady_clock::duration duration) {
   return std::chrono::duration<double>(duration).count();
 }
 
-/// What one compile gives: the plan, its bytes, and the time of each part.
+/// What one compile gives: the plan, its bytes, and the time of each part
+/// (the pipeline's including the import and reading the plan back).
 struct Compiled {
   plan::Plan plan;
   plan::PlanCost cost;
@@ -87,22 +80,10 @@ struct Compiled {
 
 std::optional<Compiled> compile(const spec::RefitSpec &spec) {
   auto start = std::chrono::steady_clock::now();
-  mlir::MLIRContext context;
-  context.loadDialect<M2NDialect>();
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      importRefitSpec(spec, "bench", &context);
-  mlir::PassManager pm(&context);
-  pm.enableVerifier(false);
-  buildCompilePipeline(pm, CompilePipelineOptions());
-  if (std::getenv("M2N_TIMING"))
-    pm.enableTiming();
-  if (mlir::failed(pm.run(*module)) || mlir::failed(mlir::verify(*module)))
-    return std::nullopt;
-  auto piped = std::chrono::steady_clock::now();
-  mlir::FailureOr<plan::Plan> plan =
-      readPlan(*module->getOps<RefitOp>().begin());
+  mlir::FailureOr<plan::Plan> plan = bench::compilePlan(spec);
   if (mlir::failed(plan))
     return std::nullopt;
+  auto piped = std::chrono::steady_clock::now();
   Compiled result;
   result.cost = plan::CostModel().cost(*plan);
   result.planBytes = exportPlan(*plan, result.cost).size();
