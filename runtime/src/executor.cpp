@@ -63,7 +63,7 @@ struct FreeDeleter {
 
 // A binding of the rank and the state of its buffer (in the buffer table).
 struct Slot {
-  const m2n_plan_binding_t *binding = nullptr;
+  const Binding *binding = nullptr;
   bool bound = false;
   std::string bindError; // why its last bind failed
 };

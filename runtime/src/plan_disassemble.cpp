@@ -42,7 +42,7 @@ std::string shapeText(const int64_t *shape, uint32_t rank) {
 }
 
 // "[0:4, 2:4]": each dimension's offset and size, as m2n IR writes boxes.
-std::string boxText(const m2n_plan_binding_t &binding, uint32_t rank) {
+std::string boxText(const Binding &binding, uint32_t rank) {
   std::string text = "[";
   for (uint32_t d = 0; d < rank; ++d)
     text += concat(d ? ", " : "", binding.offset[d], ":", binding.shape[d]);
@@ -58,7 +58,7 @@ std::string tensorLine(const LoadedPlan &plan, uint32_t index) {
 
 std::string bindingLine(const LoadedPlan &plan, uint32_t rank,
                         uint32_t index) {
-  const m2n_plan_binding_t &binding = plan.binding(rank, index);
+  const Binding &binding = plan.binding(rank, index);
   const m2n_plan_tensor_t &tensor = plan.tensor(binding.tensor);
   const char *role =
       binding.role == M2N_ROLE_SOURCE ? "source" : "destination";

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 // The format is little-endian, and the runtime reads it in place.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -152,6 +153,19 @@ private:
 m2n_status_t validatePlan(const std::string &source, const uint8_t *data,
                           uint64_t size);
 
+/// A binding with its box: what the executors need of a rank's shard.
+struct Binding {
+  uint32_t tensor = 0;
+  uint8_t role = 0;
+  uint64_t byte_size = 0;
+  int64_t offset[M2N_PLAN_MAX_RANK] = {};
+  int64_t shape[M2N_PLAN_MAX_RANK] = {};
+};
+
+/// The binding at byte `at` of `data`, with the box it names from the box
+/// table at byte `boxes`; the box index must be in range.
+Binding decodeBinding(const uint8_t *data, uint64_t at, uint64_t boxes);
+
 /// A validated plan and the bytes it lives in. The bytes are aligned to
 /// M2N_PLAN_ALIGNMENT, so the views below point into them directly.
 class LoadedPlan {
@@ -182,7 +196,9 @@ public:
 
   /// The header of `rank`'s section, or nullptr when the rank has no work.
   const m2n_plan_rank_header_t *rankHeader(uint32_t rank) const;
-  const m2n_plan_binding_t &binding(uint32_t rank, uint32_t index) const;
+  const Binding &binding(uint32_t rank, uint32_t index) const {
+    return bindings_[rank][index];
+  }
   /// Empty for a rank without work. One instruction per member.
   InstructionRange instructions(uint32_t rank) const;
   /// The same, with a record of several members as one instruction.
@@ -197,6 +213,8 @@ private:
   uint64_t size_;
   Release release_;
   std::unordered_map<std::string_view, uint32_t> tensorsByName_;
+  /// Each rank's bindings, decoded once, with their boxes.
+  std::vector<std::vector<Binding>> bindings_;
 };
 
 } // namespace m2n

@@ -118,6 +118,19 @@ std::string decodeInstruction(const uint8_t *data, uint64_t offset,
   return {};
 }
 
+Binding decodeBinding(const uint8_t *data, uint64_t at, uint64_t boxes) {
+  auto stored = readAt<m2n_plan_binding_t>(data, at);
+  auto box = readAt<m2n_plan_box_t>(data, boxes + uint64_t(stored.box) *
+                                                      sizeof(m2n_plan_box_t));
+  Binding binding;
+  binding.tensor = stored.tensor;
+  binding.role = stored.role;
+  binding.byte_size = stored.byte_size;
+  std::memcpy(binding.offset, box.offset, sizeof(binding.offset));
+  std::memcpy(binding.shape, box.shape, sizeof(binding.shape));
+  return binding;
+}
+
 Instruction memberInstruction(const Instruction &record, uint32_t member) {
   Instruction inst = record;
   inst.runs.members = 1;
@@ -175,6 +188,19 @@ LoadedPlan::LoadedPlan(std::string source, const uint8_t *data, uint64_t size,
   tensorsByName_.reserve(tensorCount());
   for (uint32_t i = 0; i < tensorCount(); ++i)
     tensorsByName_.emplace(tensorName(i), i);
+  bindings_.resize(worldSize());
+  for (uint32_t rank = 0; rank < worldSize(); ++rank) {
+    const m2n_plan_rank_header_t *section = rankHeader(rank);
+    if (!section)
+      continue;
+    uint64_t boxes = sectionOffset(rank) + sizeof(m2n_plan_rank_header_t);
+    uint64_t first =
+        boxes + uint64_t(section->box_count) * sizeof(m2n_plan_box_t);
+    bindings_[rank].reserve(section->binding_count);
+    for (uint32_t i = 0; i < section->binding_count; ++i)
+      bindings_[rank].push_back(decodeBinding(
+          data_, first + uint64_t(i) * sizeof(m2n_plan_binding_t), boxes));
+  }
 }
 
 LoadedPlan::~LoadedPlan() { release_(data_, size_); }
@@ -209,13 +235,6 @@ const m2n_plan_rank_header_t *LoadedPlan::rankHeader(uint32_t rank) const {
   if (offset == 0)
     return nullptr;
   return reinterpret_cast<const m2n_plan_rank_header_t *>(data_ + offset);
-}
-
-const m2n_plan_binding_t &LoadedPlan::binding(uint32_t rank,
-                                              uint32_t index) const {
-  const uint8_t *bindings =
-      data_ + sectionOffset(rank) + sizeof(m2n_plan_rank_header_t);
-  return reinterpret_cast<const m2n_plan_binding_t *>(bindings)[index];
 }
 
 InstructionRange LoadedPlan::instructions(uint32_t rank) const {
@@ -418,7 +437,7 @@ m2n_status_t m2n_plan_get_binding(m2n_plan_t plan, uint32_t rank,
   if (index >= info.binding_count)
     return notFound(loaded, concat("rank ", rank, " has no binding ", index,
                                    " (it has ", info.binding_count, ")"));
-  const m2n_plan_binding_t &binding = loaded.binding(rank, index);
+  const m2n::Binding &binding = loaded.binding(rank, index);
   *out = {};
   out->tensor = binding.tensor;
   out->role = static_cast<m2n_role_t>(binding.role);

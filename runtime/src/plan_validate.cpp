@@ -81,7 +81,9 @@ struct RankState {
   uint32_t rank = 0;
   uint64_t sectionOffset = 0;
   m2n_plan_rank_header_t header = {};
-  std::vector<m2n_plan_binding_t> bindings;
+  std::vector<Binding> bindings;
+  /// Whether some binding names each box.
+  std::vector<bool> boxUsed;
   bool inStep = false;
   uint64_t step = 0;
   // Within a step: 0 while PACKs may come, 1 once transfers began, 2 once
@@ -142,6 +144,9 @@ private:
   m2n_status_t
   checkBinding(RankState &state, uint32_t index,
                std::map<std::pair<uint32_t, uint8_t>, uint32_t> &seen);
+  /// The byte of the file where box `box` of the rank's table starts (the
+  /// box count gives where the bindings start).
+  uint64_t boxAt(const RankState &state, uint32_t box) const;
   m2n_status_t checkInstructions(RankState &state);
   m2n_status_t checkInstruction(RankState &state, uint32_t index,
                                 const Instruction &inst);
@@ -398,8 +403,13 @@ m2n_status_t Validator::checkRank(uint32_t rank) {
 
   std::map<std::pair<uint32_t, uint8_t>, uint32_t> seen;
   state.bindings.reserve(state.header.binding_count);
+  state.boxUsed.assign(state.header.box_count, false);
   for (uint32_t i = 0; i < state.header.binding_count; ++i)
     M2N_RETURN_IF_ERROR(checkBinding(state, i, seen));
+  for (uint32_t box = 0; box < state.header.box_count; ++box)
+    if (!state.boxUsed[box])
+      return corrupt("rank ", state.rank, " box ", box, " at byte ",
+                     boxAt(state, box), ": no binding names it");
   return checkInstructions(state);
 }
 
@@ -410,16 +420,23 @@ m2n_status_t Validator::checkRankHeader(RankState &state,
                              state.sectionOffset, ": ");
   if (header.rank != state.rank)
     return corrupt(where, "header says rank ", header.rank);
-  if (knownMinor_ && (header.reserved0 != 0 || header.reserved1 != 0))
+  if (knownMinor_ && header.reserved1 != 0)
     return corrupt(where, "reserved fields are not zero");
   // checkLayout made sure the section holds at least this header.
   uint64_t room = sectionSize - sizeof(m2n_plan_rank_header_t);
+  if (header.box_count > room / sizeof(m2n_plan_box_t))
+    return corrupt(where, header.box_count, " boxes of ",
+                   sizeof(m2n_plan_box_t), " bytes overrun the section (",
+                   sectionSize, " bytes)");
+  room -= uint64_t(header.box_count) * sizeof(m2n_plan_box_t);
   if (header.binding_count > room / sizeof(m2n_plan_binding_t))
     return corrupt(where, header.binding_count, " bindings of ",
                    sizeof(m2n_plan_binding_t), " bytes overrun the section (",
                    sectionSize, " bytes)");
-  uint64_t bindingsEnd = sizeof(m2n_plan_rank_header_t) +
-                         header.binding_count * sizeof(m2n_plan_binding_t);
+  uint64_t bindingsEnd =
+      sizeof(m2n_plan_rank_header_t) +
+      uint64_t(header.box_count) * sizeof(m2n_plan_box_t) +
+      uint64_t(header.binding_count) * sizeof(m2n_plan_binding_t);
   uint64_t begin = header.instructions_offset;
   if (begin % 8 != 0 || begin < bindingsEnd ||
       (knownMinor_ && begin != bindingsEnd))
@@ -435,11 +452,15 @@ m2n_status_t Validator::checkRankHeader(RankState &state,
 m2n_status_t Validator::checkBinding(
     RankState &state, uint32_t index,
     std::map<std::pair<uint32_t, uint8_t>, uint32_t> &seen) {
-  uint64_t at = state.sectionOffset + sizeof(m2n_plan_rank_header_t) +
-                index * sizeof(m2n_plan_binding_t);
-  auto binding = readAt<m2n_plan_binding_t>(data_, at);
+  uint64_t at = boxAt(state, state.header.box_count) +
+                uint64_t(index) * sizeof(m2n_plan_binding_t);
+  auto stored = readAt<m2n_plan_binding_t>(data_, at);
   std::string where =
       concat("rank ", state.rank, " binding ", index, " at byte ", at, ": ");
+  if (stored.box >= state.header.box_count)
+    return corrupt(where, "box ", stored.box, " out of range (the rank has ",
+                   state.header.box_count, " boxes)");
+  Binding binding = decodeBinding(data_, at, boxAt(state, 0));
   if (binding.tensor >= header_.tensor_count)
     return corrupt(where, "tensor ", binding.tensor,
                    " out of range (the plan has ", header_.tensor_count,
@@ -447,7 +468,8 @@ m2n_status_t Validator::checkBinding(
   if (binding.role != M2N_ROLE_SOURCE && binding.role != M2N_ROLE_DESTINATION)
     return corrupt(where, "role ", binding.role,
                    " is neither source (1) nor destination (2)");
-  if (knownMinor_ && !allZero(binding.reserved, sizeof(binding.reserved)))
+  if (knownMinor_ && (!allZero(stored.reserved, sizeof(stored.reserved)) ||
+                      stored.reserved2 != 0))
     return corrupt(where, "reserved bytes are not zero");
 
   const m2n_plan_tensor_t &tensor = tensors_[binding.tensor];
@@ -462,7 +484,8 @@ m2n_status_t Validator::checkBinding(
     int64_t offset = binding.offset[d], extent = binding.shape[d];
     if (d >= tensor.rank) {
       if (offset != 0 || extent != 0)
-        return corrupt(where, "unused dimension ", d, " of the box is not 0");
+        return corrupt(where, "unused dimension ", d, " of box ", stored.box,
+                       " is not 0");
       continue;
     }
     // Within the tensor, so the volume cannot overflow (the tensor's
@@ -486,8 +509,14 @@ m2n_status_t Validator::checkBinding(
   if (!inserted)
     return corrupt(where, "a second ", roleName(binding.role), " binding of ",
                    tensorName, " (binding ", it->second, " is the first)");
+  state.boxUsed[stored.box] = true;
   state.bindings.push_back(binding);
   return nullptr;
+}
+
+uint64_t Validator::boxAt(const RankState &state, uint32_t box) const {
+  return state.sectionOffset + sizeof(m2n_plan_rank_header_t) +
+         uint64_t(box) * sizeof(m2n_plan_box_t);
 }
 
 //===----------------------------------------------------------------------===//

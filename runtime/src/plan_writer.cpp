@@ -21,8 +21,7 @@ uint64_t alignUp(uint64_t value) {
   return (value + kAlignment - 1) / kAlignment * kAlignment;
 }
 
-template <typename T>
-void append(std::vector<uint8_t> &out, const T &value) {
+template <typename T> void append(std::vector<uint8_t> &out, const T &value) {
   // resize + memcpy rather than insert: GCC 12 warns wrongly about
   // inserting into an empty vector.
   size_t offset = out.size();
@@ -62,28 +61,36 @@ uint32_t PlanWriter::addTensor(std::string name, m2n_dtype_t dtype,
   return static_cast<uint32_t>(tensors_.size() - 1);
 }
 
-uint32_t PlanWriter::addBinding(uint32_t rank, uint32_t tensor,
-                                m2n_role_t role,
+uint32_t PlanWriter::addBinding(uint32_t rank, uint32_t tensor, m2n_role_t role,
                                 const std::vector<int64_t> &offset,
                                 const std::vector<int64_t> &shape) {
   assert(tensor < tensors_.size() && "binding of an unknown tensor");
   assert(offset.size() == tensors_[tensor].rank &&
          shape.size() == tensors_[tensor].rank && "box of the wrong rank");
+  std::array<int64_t, 2 *M2N_PLAN_MAX_RANK> key = {};
+  int64_t volume = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    key[d] = offset[d];
+    key[M2N_PLAN_MAX_RANK + d] = shape[d];
+    volume *= shape[d];
+  }
+  Rank &entry = entryOf(rank);
+  auto [it, inserted] = entry.boxIndex.try_emplace(
+      key, static_cast<uint32_t>(entry.boxes.size()));
+  if (inserted) {
+    m2n_plan_box_t &box = entry.boxes.emplace_back();
+    std::copy(key.begin(), key.begin() + M2N_PLAN_MAX_RANK, box.offset);
+    std::copy(key.begin() + M2N_PLAN_MAX_RANK, key.end(), box.shape);
+  }
   m2n_plan_binding_t binding = {};
   binding.tensor = tensor;
   binding.role = static_cast<uint8_t>(role);
-  int64_t volume = 1;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    binding.offset[d] = offset[d];
-    binding.shape[d] = shape[d];
-    volume *= shape[d];
-  }
+  binding.box = it->second;
   binding.byte_size = static_cast<uint64_t>(
       volume *
       m2n_dtype_size(static_cast<m2n_dtype_t>(tensors_[tensor].dtype)));
-  std::vector<m2n_plan_binding_t> &bindings = entryOf(rank).bindings;
-  bindings.push_back(binding);
-  return static_cast<uint32_t>(bindings.size() - 1);
+  entry.bindings.push_back(binding);
+  return static_cast<uint32_t>(entry.bindings.size() - 1);
 }
 
 PlanWriter::Rank &PlanWriter::entryOf(uint32_t rank) {
@@ -137,9 +144,9 @@ void PlanWriter::emitRuns(uint32_t rank, m2n_opcode_t opcode,
   emit(rank, opcode, static_cast<uint16_t>(levels), operands, size);
 }
 
-void PlanWriter::emitTransfer(uint32_t rank, m2n_opcode_t opcode,
-                              uint32_t peer, uint32_t binding,
-                              uint64_t offset, uint64_t bytes) {
+void PlanWriter::emitTransfer(uint32_t rank, m2n_opcode_t opcode, uint32_t peer,
+                              uint32_t binding, uint64_t offset,
+                              uint64_t bytes) {
   m2n_plan_transfer_t transfer = {};
   transfer.peer = peer;
   transfer.binding = binding;
@@ -205,8 +212,8 @@ std::vector<uint8_t> PlanWriter::finish() const {
   uint64_t tensorsOffset = alignUp(stringsOffset + strings_.size());
   uint64_t ranksOffset =
       alignUp(tensorsOffset + tensors_.size() * sizeof(m2n_plan_tensor_t));
-  uint64_t end = ranksOffset + uint64_t(worldSize_) *
-                                   sizeof(m2n_plan_rank_entry_t);
+  uint64_t end =
+      ranksOffset + uint64_t(worldSize_) * sizeof(m2n_plan_rank_entry_t);
   std::map<uint32_t, m2n_plan_rank_entry_t> sections;
   for (const auto &[rank, entry] : ranks_) {
     assert(rank < worldSize_ && "rank outside the world");
@@ -214,6 +221,7 @@ std::vector<uint8_t> PlanWriter::finish() const {
       continue;
     uint64_t offset = alignUp(end);
     uint64_t size = sizeof(m2n_plan_rank_header_t) +
+                    entry.boxes.size() * sizeof(m2n_plan_box_t) +
                     entry.bindings.size() * sizeof(m2n_plan_binding_t) +
                     entry.instructions.size();
     sections[rank] = {offset, size};
@@ -253,22 +261,27 @@ std::vector<uint8_t> PlanWriter::finish() const {
     rankHeader.rank = rank;
     rankHeader.binding_count = static_cast<uint32_t>(entry.bindings.size());
     rankHeader.instruction_count = entry.instructionCount;
+    rankHeader.box_count = static_cast<uint32_t>(entry.boxes.size());
+    uint64_t bindingsOffset = sizeof(m2n_plan_rank_header_t) +
+                              entry.boxes.size() * sizeof(m2n_plan_box_t);
     rankHeader.instructions_offset =
-        sizeof(m2n_plan_rank_header_t) +
-        entry.bindings.size() * sizeof(m2n_plan_binding_t);
+        bindingsOffset + entry.bindings.size() * sizeof(m2n_plan_binding_t);
     rankHeader.instruction_bytes = entry.instructions.size();
     rankHeader.staging_bytes = entry.stagingBytes;
     rankHeader.send_bytes = entry.sendBytes;
     rankHeader.receive_bytes = entry.receiveBytes;
     put(file, placement.offset, rankHeader);
-    for (size_t i = 0; i < entry.bindings.size(); ++i)
+    for (size_t i = 0; i < entry.boxes.size(); ++i)
       put(file,
           placement.offset + sizeof(m2n_plan_rank_header_t) +
-              i * sizeof(m2n_plan_binding_t),
+              i * sizeof(m2n_plan_box_t),
+          entry.boxes[i]);
+    for (size_t i = 0; i < entry.bindings.size(); ++i)
+      put(file,
+          placement.offset + bindingsOffset + i * sizeof(m2n_plan_binding_t),
           entry.bindings[i]);
     std::copy(entry.instructions.begin(), entry.instructions.end(),
-              file.begin() + placement.offset +
-                  rankHeader.instructions_offset);
+              file.begin() + placement.offset + rankHeader.instructions_offset);
   }
 
   header.content_hash = planContentHash(file.data(), file.size());

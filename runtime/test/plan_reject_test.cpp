@@ -40,6 +40,7 @@ std::string at(uint64_t offset) { return std::to_string(offset); }
 #define HEADER(field) offsetof(m2n_plan_header_t, field)
 #define TENSOR(field) offsetof(m2n_plan_tensor_t, field)
 #define RANK(field) offsetof(m2n_plan_rank_header_t, field)
+#define BOX(field) offsetof(m2n_plan_box_t, field)
 #define BINDING(field) offsetof(m2n_plan_binding_t, field)
 #define RECORD(field) offsetof(m2n_plan_instruction_t, field)
 #define RUNS(field) offsetof(m2n_plan_runs_t, field)
@@ -88,7 +89,8 @@ protected:
 //===----------------------------------------------------------------------===//
 
 TEST_F(Reject, EmptyInputIsTruncated) {
-  EXPECT_TRUE(corrupt({}, "truncated: file has 0 bytes, a plan header has 160"));
+  EXPECT_TRUE(
+      corrupt({}, "truncated: file has 0 bytes, a plan header has 160"));
 }
 
 TEST_F(Reject, ForeignFileHasBadMagic) {
@@ -143,10 +145,9 @@ TEST_F(Reject, ContentHashMismatch) {
   uint64_t stored = file.header().content_hash;
   file.bytes[file.bindingAt(2, 0) + BINDING(byte_size)] ^= 0x40;
   uint64_t actual = planContentHash(file.bytes.data(), file.bytes.size());
-  EXPECT_TRUE(corrupt(file.bytes,
-                      "content hash mismatch (file corrupted): header says " +
-                          hex64(stored) + ", content hashes to " +
-                          hex64(actual)));
+  EXPECT_TRUE(corrupt(
+      file.bytes, "content hash mismatch (file corrupted): header says " +
+                      hex64(stored) + ", content hashes to " + hex64(actual)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -156,8 +157,8 @@ TEST_F(Reject, ContentHashMismatch) {
 TEST_F(Reject, HeaderSize) {
   file.set<uint32_t>(HEADER(header_size), 168);
   file.rehash();
-  EXPECT_TRUE(corrupt(file.bytes,
-                      "header at byte 12: header_size 168, expected 160"));
+  EXPECT_TRUE(
+      corrupt(file.bytes, "header at byte 12: header_size 168, expected 160"));
 }
 
 TEST_F(Reject, FlagsInAKnownMinor) {
@@ -211,29 +212,28 @@ TEST_F(Reject, MisalignedTable) {
 TEST_F(Reject, TensorTablePastTheEnd) {
   file.set<uint32_t>(HEADER(tensor_count), 1000);
   file.rehash();
-  EXPECT_TRUE(corrupt(file.bytes,
-                      "header at byte 72: tensor table [256, 80256) runs "
-                      "past the end of the file (" +
-                          at(file.bytes.size()) + " bytes)"));
+  EXPECT_TRUE(
+      corrupt(file.bytes, "header at byte 72: tensor table [256, 80256) runs "
+                          "past the end of the file (" +
+                              at(file.bytes.size()) + " bytes)"));
 }
 
 TEST_F(Reject, StringTablePastTheEnd) {
   file.set<uint64_t>(HEADER(strings_size), UINT64_MAX);
   file.rehash();
-  EXPECT_TRUE(corrupt(file.bytes,
-                      "header at byte 56: string table [192, +" +
-                          std::to_string(UINT64_MAX) +
-                          ") runs past the end of the file (" +
-                          at(file.bytes.size()) + " bytes)"));
+  EXPECT_TRUE(corrupt(file.bytes, "header at byte 56: string table [192, +" +
+                                      std::to_string(UINT64_MAX) +
+                                      ") runs past the end of the file (" +
+                                      at(file.bytes.size()) + " bytes)"));
 }
 
 TEST_F(Reject, RankDirectoryPastTheEnd) {
   file.set<uint32_t>(HEADER(world_size), 1000);
   file.rehash();
-  EXPECT_TRUE(corrupt(file.bytes,
-                      "header at byte 80: rank directory [448, 16448) runs "
-                      "past the end of the file (" +
-                          at(file.bytes.size()) + " bytes)"));
+  EXPECT_TRUE(
+      corrupt(file.bytes, "header at byte 80: rank directory [448, 16448) runs "
+                          "past the end of the file (" +
+                              at(file.bytes.size()) + " bytes)"));
 }
 
 TEST_F(Reject, EntryWithoutSectionButASize) {
@@ -372,9 +372,19 @@ TEST_F(Reject, RankFieldDisagrees) {
 }
 
 TEST_F(Reject, ReservedRankFields) {
-  file.set<uint32_t>(file.sectionAt(2) + RANK(reserved0), 1);
+  file.set<uint64_t>(file.sectionAt(2) + RANK(reserved1), 1);
   file.rehash();
   EXPECT_TRUE(corrupt(file.bytes, section(2) + "reserved fields are not zero"));
+}
+
+TEST_F(Reject, BoxesOverrunTheSection) {
+  uint64_t size = file.get<uint64_t>(file.entryAt(2) + 8);
+  file.set<uint32_t>(file.sectionAt(2) + RANK(box_count), 100);
+  file.rehash();
+  EXPECT_TRUE(corrupt(file.bytes, section(2) +
+                                      "100 boxes of 128 bytes overrun the "
+                                      "section (" +
+                                      at(size) + " bytes)"));
 }
 
 TEST_F(Reject, BindingsOverrunTheSection) {
@@ -382,22 +392,29 @@ TEST_F(Reject, BindingsOverrunTheSection) {
   file.set<uint32_t>(file.sectionAt(2) + RANK(binding_count), 100);
   file.rehash();
   EXPECT_TRUE(corrupt(file.bytes, section(2) +
-                                      "100 bindings of 144 bytes overrun the "
+                                      "100 bindings of 24 bytes overrun the "
                                       "section (" +
                                       at(size) + " bytes)"));
 }
 
 TEST_F(Reject, InstructionsNotRightAfterBindings) {
-  file.set<uint64_t>(file.sectionAt(2) + RANK(instructions_offset), 360);
+  // Rank 2: its header, 2 boxes and 2 bindings.
+  uint64_t expected = 64 + 2 * 128 + 2 * 24;
+  ASSERT_EQ(file.rankHeader(2).instructions_offset, expected);
+  file.set<uint64_t>(file.sectionAt(2) + RANK(instructions_offset),
+                     expected + 8);
   file.rehash();
-  EXPECT_TRUE(corrupt(file.bytes, section(2) +
-                                      "instructions_offset 360, expected 352 "
-                                      "(right after the bindings)"));
-  file.set<uint64_t>(file.sectionAt(2) + RANK(instructions_offset), 344);
+  EXPECT_TRUE(corrupt(file.bytes, section(2) + "instructions_offset " +
+                                      at(expected + 8) + ", expected " +
+                                      at(expected) +
+                                      " (right after the bindings)"));
+  file.set<uint64_t>(file.sectionAt(2) + RANK(instructions_offset),
+                     expected - 8);
   file.rehash();
-  EXPECT_TRUE(corrupt(file.bytes, section(2) +
-                                      "instructions_offset 344, expected 352 "
-                                      "(right after the bindings)"));
+  EXPECT_TRUE(corrupt(file.bytes, section(2) + "instructions_offset " +
+                                      at(expected - 8) + ", expected " +
+                                      at(expected) +
+                                      " (right after the bindings)"));
 }
 
 TEST_F(Reject, InstructionsDoNotEndTheSection) {
@@ -407,9 +424,9 @@ TEST_F(Reject, InstructionsDoNotEndTheSection) {
                      header.instruction_bytes - 8);
   file.rehash();
   EXPECT_TRUE(corrupt(file.bytes,
-                      section(2) + "instructions [352, " + at(size - 8) +
-                          ") do not end the section (" + at(size) +
-                          " bytes)"));
+                      section(2) + "instructions [" +
+                          at(header.instructions_offset) + ", " + at(size - 8) +
+                          ") do not end the section (" + at(size) + " bytes)"));
 }
 
 //===----------------------------------------------------------------------===//
@@ -436,15 +453,27 @@ TEST_F(Reject, ReservedBindingBytes) {
   file.rehash();
   EXPECT_TRUE(
       corrupt(file.bytes, binding(2, 1) + "reserved bytes are not zero"));
+  file.set<uint8_t>(file.bindingAt(2, 1) + BINDING(reserved), 0);
+  file.set<uint32_t>(file.bindingAt(2, 1) + BINDING(reserved2), 1);
+  file.rehash();
+  EXPECT_TRUE(
+      corrupt(file.bytes, binding(2, 1) + "reserved bytes are not zero"));
+}
+
+TEST_F(Reject, BindingBoxOutOfRange) {
+  file.set<uint32_t>(file.bindingAt(2, 1) + BINDING(box), 2);
+  file.rehash();
+  EXPECT_TRUE(corrupt(file.bytes, binding(2, 1) + "box 2 out of range (the "
+                                                  "rank has 2 boxes)"));
 }
 
 TEST_F(Reject, BoxOutsideTheTensor) {
-  file.set<int64_t>(file.bindingAt(3, 0) + BINDING(offset) + 8, 4);
+  file.set<int64_t>(file.boxOfBindingAt(3, 0) + BOX(offset) + 8, 4);
   file.rehash();
   EXPECT_TRUE(corrupt(file.bytes, binding(3, 0) +
                                       "box at [0, 4] of shape [8, 3] lies "
                                       "outside tensor 0 \"w\" [8, 6]"));
-  file.set<int64_t>(file.bindingAt(3, 0) + BINDING(offset) + 8, -1);
+  file.set<int64_t>(file.boxOfBindingAt(3, 0) + BOX(offset) + 8, -1);
   file.rehash();
   EXPECT_TRUE(corrupt(file.bytes, binding(3, 0) +
                                       "box at [0, -1] of shape [8, 3] lies "
@@ -452,10 +481,29 @@ TEST_F(Reject, BoxOutsideTheTensor) {
 }
 
 TEST_F(Reject, UnusedBoxDimensionSet) {
-  file.set<int64_t>(file.bindingAt(2, 1) + BINDING(shape) + 8, 1);
+  file.set<int64_t>(file.boxOfBindingAt(2, 1) + BOX(shape) + 8, 1);
   file.rehash();
   EXPECT_TRUE(corrupt(file.bytes,
-                      binding(2, 1) + "unused dimension 1 of the box is not 0"));
+                      binding(2, 1) + "unused dimension 1 of box 1 is not 0"));
+}
+
+TEST(RejectBoxes, BoxThatNoBindingNames) {
+  // Two tensors of one shape on rank 0, in boxes of their own; pointing the
+  // second binding at the first box leaves the second box unnamed.
+  PlanWriter writer;
+  writer.setWorldSize(1);
+  uint32_t x = writer.addTensor("x", M2N_DTYPE_F32, {4});
+  uint32_t y = writer.addTensor("y", M2N_DTYPE_F32, {4});
+  writer.addBinding(0, x, M2N_ROLE_SOURCE, {0}, {4});
+  writer.addBinding(0, y, M2N_ROLE_SOURCE, {0}, {2});
+  PlanBytes file{writer.finish()};
+  ASSERT_EQ(file.rankHeader(0).box_count, 2u);
+  file.set<uint32_t>(file.bindingAt(0, 1) + BINDING(box), 0);
+  file.set<uint64_t>(file.bindingAt(0, 1) + BINDING(byte_size), 16);
+  file.rehash();
+  EXPECT_TRUE(corrupt(file.bytes, "rank 0 box 1 at byte " +
+                                      at(file.boxAt(0, 1)) +
+                                      ": no binding names it"));
 }
 
 TEST_F(Reject, BindingByteSize) {
@@ -535,15 +583,15 @@ TEST_F(Reject, TooManyLevels) {
 TEST_F(Reject, RecordTooShortForItsLevels) {
   file.set<uint16_t>(file.instructionAt(0, 1) + RECORD(levels), 2);
   file.rehash();
-  EXPECT_TRUE(corrupt(file.bytes,
-                      instruction(0, 1) + "PACK record of 72 bytes, expected 96"));
+  EXPECT_TRUE(corrupt(file.bytes, instruction(0, 1) +
+                                      "PACK record of 72 bytes, expected 96"));
 }
 
 TEST_F(Reject, TrailingOperandsInAKnownMinor) {
   file.set<uint16_t>(file.instructionAt(0, 1) + RECORD(levels), 0);
   file.rehash();
-  EXPECT_TRUE(corrupt(file.bytes,
-                      instruction(0, 1) + "PACK record of 72 bytes, expected 48"));
+  EXPECT_TRUE(corrupt(file.bytes, instruction(0, 1) +
+                                      "PACK record of 72 bytes, expected 48"));
 }
 
 TEST_F(Reject, InstructionCount) {
@@ -573,8 +621,8 @@ TEST_F(Reject, ReceiveBytes) {
 
 TEST_F(Reject, StepBeyondStepCount) {
   setOperand<uint64_t>(1, 1, 0, 2);
-  EXPECT_TRUE(corrupt(file.bytes, instruction(1, 1) +
-                                      "STEP 2, but the plan has 2 steps"));
+  EXPECT_TRUE(corrupt(file.bytes,
+                      instruction(1, 1) + "STEP 2, but the plan has 2 steps"));
 }
 
 TEST_F(Reject, StepsNotIncreasing) {
@@ -691,8 +739,8 @@ TEST_F(Reject, MembersPastTheLastBinding) {
 
 TEST_F(Reject, ReservedRunsField) {
   setOperand<uint32_t>(0, 1, RUNS(reserved), 1);
-  EXPECT_TRUE(corrupt(file.bytes, instruction(0, 1) +
-                                      "PACK reserved field is not zero"));
+  EXPECT_TRUE(corrupt(file.bytes,
+                      instruction(0, 1) + "PACK reserved field is not zero"));
 }
 
 TEST_F(Reject, ZeroRunBytes) {

@@ -99,14 +99,12 @@ inline std::vector<uint8_t> samplePlan() {
 struct PlanBytes {
   std::vector<uint8_t> bytes;
 
-  template <typename T>
-  T get(uint64_t offset) const {
+  template <typename T> T get(uint64_t offset) const {
     T value;
     std::memcpy(&value, bytes.data() + offset, sizeof(T));
     return value;
   }
-  template <typename T>
-  void set(uint64_t offset, T value) {
+  template <typename T> void set(uint64_t offset, T value) {
     std::memcpy(bytes.data() + offset, &value, sizeof(T));
   }
 
@@ -123,9 +121,17 @@ struct PlanBytes {
   m2n_plan_rank_header_t rankHeader(uint32_t rank) const {
     return get<m2n_plan_rank_header_t>(sectionAt(rank));
   }
-  uint64_t bindingAt(uint32_t rank, uint32_t index) const {
+  uint64_t boxAt(uint32_t rank, uint32_t index) const {
     return sectionAt(rank) + sizeof(m2n_plan_rank_header_t) +
+           index * sizeof(m2n_plan_box_t);
+  }
+  uint64_t bindingAt(uint32_t rank, uint32_t index) const {
+    return boxAt(rank, rankHeader(rank).box_count) +
            index * sizeof(m2n_plan_binding_t);
+  }
+  /// Where the box that binding `index` of `rank` names starts.
+  uint64_t boxOfBindingAt(uint32_t rank, uint32_t index) const {
+    return boxAt(rank, get<m2n_plan_binding_t>(bindingAt(rank, index)).box);
   }
   uint64_t instructionAt(uint32_t rank, uint32_t index) const {
     uint64_t offset = sectionAt(rank) + rankHeader(rank).instructions_offset;

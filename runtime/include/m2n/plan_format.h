@@ -114,11 +114,13 @@ typedef struct m2n_plan_rank_entry_t {
   uint64_t size;                 /* of the section, unpadded; 0 if none */
 } m2n_plan_rank_entry_t;         /* 16 bytes */
 
+/* A rank's section: this header, box_count boxes, binding_count bindings,
+ * then the instructions. */
 typedef struct m2n_plan_rank_header_t {
   uint32_t rank;
   uint32_t binding_count;
   uint32_t instruction_count;
-  uint32_t reserved0;
+  uint32_t box_count;
   /* From the start of the section; a multiple of 8, right after the
    * bindings. The section ends with the instructions. */
   uint64_t instructions_offset;
@@ -137,19 +139,28 @@ typedef enum m2n_role_e {
   M2N_ROLE_DESTINATION = 2,      /* the shard the rank holds after */
 } m2n_role_t;
 
-/* A shard of a tensor that the rank holds: a row-major buffer of the box
- * [offset, offset + shape) of the global tensor, byte_size bytes (the box's
- * volume times the dtype's size). Dimensions from the tensor's rank on are
- * 0. Destination shards may be empty; every destination shard of the rank
- * has a binding, and a rank has at most one binding per (tensor, role). */
+/* A box of global tensor coordinates, [offset, offset + shape), which the
+ * bindings of a rank name by index: a model's tensors of one shape and
+ * layout share their boxes, so a rank lists each box once. Dimensions from
+ * a binding's tensor's rank on are 0. */
+typedef struct m2n_plan_box_t {
+  int64_t offset[M2N_PLAN_MAX_RANK];
+  int64_t shape[M2N_PLAN_MAX_RANK];
+} m2n_plan_box_t;                /* 128 bytes */
+
+/* A shard of a tensor that the rank holds: a row-major buffer of box `box`
+ * of the rank's box table, byte_size bytes (the box's volume times the
+ * dtype's size). Destination shards may be empty; every destination shard
+ * of the rank has a binding, and a rank has at most one binding per
+ * (tensor, role). */
 typedef struct m2n_plan_binding_t {
   uint32_t tensor;               /* index into the tensor table */
   uint8_t role;                  /* m2n_role_t */
   uint8_t reserved[3];
+  uint32_t box;                  /* index into the rank's boxes */
+  uint32_t reserved2;
   uint64_t byte_size;
-  int64_t offset[M2N_PLAN_MAX_RANK];
-  int64_t shape[M2N_PLAN_MAX_RANK];
-} m2n_plan_binding_t;            /* 144 bytes */
+} m2n_plan_binding_t;            /* 24 bytes */
 
 typedef enum m2n_opcode_e {
   /* Starts step `operand` (steps come in order 0 .. step_count-1). */
@@ -232,7 +243,8 @@ M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_header_t) == 160, "header size");
 M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_tensor_t) == 80, "tensor size");
 M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_rank_entry_t) == 16, "entry size");
 M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_rank_header_t) == 64, "rank size");
-M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_binding_t) == 144, "binding size");
+M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_box_t) == 128, "box size");
+M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_binding_t) == 24, "binding size");
 M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_instruction_t) == 8, "record size");
 M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_step_t) == 8, "step size");
 M2N_PLAN_STATIC_ASSERT(sizeof(m2n_plan_transfer_t) == 24, "transfer size");

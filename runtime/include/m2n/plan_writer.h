@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -102,6 +103,9 @@ public:
 
 private:
   struct Rank {
+    /// Each distinct box once, and where it is by its 16 values.
+    std::vector<m2n_plan_box_t> boxes;
+    std::map<std::array<int64_t, 2 * M2N_PLAN_MAX_RANK>, uint32_t> boxIndex;
     std::vector<m2n_plan_binding_t> bindings;
     std::vector<uint8_t> instructions;
     uint32_t instructionCount = 0;

@@ -216,7 +216,7 @@ m2n_status_t CudaExecutor::bind(const char *name, m2n_role_t role,
                                     quoteName(name))
                                  .c_str());
   const m2n_plan_tensor_t &info = plan_.tensor(*tensor);
-  const m2n_plan_binding_t &binding = plan_.binding(rank_, index);
+  const Binding &binding = plan_.binding(rank_, index);
   if (dtype != info.dtype)
     return invalid(concat("m2n_cuda_executor_bind: ", quoteName(name), " is ",
                           m2n_dtype_name(static_cast<m2n_dtype_t>(info.dtype)),
@@ -245,7 +245,7 @@ m2n_status_t CudaExecutor::bind(const char *name, m2n_role_t role,
 
 m2n_status_t CudaExecutor::checkBound() const {
   for (uint32_t i = 0; i < bindingCount_; ++i) {
-    const m2n_plan_binding_t &binding = plan_.binding(rank_, i);
+    const Binding &binding = plan_.binding(rank_, i);
     if (bound_[i] || binding.byte_size == 0)
       continue;
     return invalid(concat("rank ", rank_, ": the ", roleName(binding.role),

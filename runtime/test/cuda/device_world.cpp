@@ -71,7 +71,7 @@ DeviceWorld::~DeviceWorld() {
     return ok;
   for (uint32_t r = 0; r < world; ++r) {
     for (uint32_t i = 0; i < buffers_[r].size(); ++i) {
-      const m2n_plan_binding_t &b = loaded_.binding(r, i);
+      const m2n::Binding &b = loaded_.binding(r, i);
       const m2n_plan_tensor_t &t = loaded_.tensor(b.tensor);
       std::string name(loaded_.tensorName(b.tensor));
       if (auto ok = isOk(m2n_cuda_executor_bind(

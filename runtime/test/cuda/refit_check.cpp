@@ -20,7 +20,7 @@ uint8_t encodedByte(uint32_t tensor, uint64_t byte) {
 
 std::vector<uint8_t> expectedShard(const LoadedPlan &plan, uint32_t rank,
                                    uint32_t binding) {
-  const m2n_plan_binding_t &b = plan.binding(rank, binding);
+  const m2n::Binding &b = plan.binding(rank, binding);
   const m2n_plan_tensor_t &t = plan.tensor(b.tensor);
   std::vector<uint8_t> bytes(b.byte_size);
   if (b.byte_size == 0)
@@ -82,7 +82,7 @@ std::vector<HostRank> initialBuffers(const LoadedPlan &plan) {
         if (got[byte] == want[byte])
           continue;
         if (wrong++ == 0) {
-          const m2n_plan_binding_t &b = plan.binding(r, i);
+          const m2n::Binding &b = plan.binding(r, i);
           first = concat("rank ", r, " binding ", i, " (",
                          b.role == M2N_ROLE_SOURCE ? "source" : "destination",
                          " of ", quoteName(plan.tensorName(b.tensor)),
