@@ -166,7 +166,7 @@ void inspect(m2n_plan_t plan) {
   }
   char *text = nullptr;
   check(m2n_plan_disassemble(plan, -1, &text) == nullptr);
-  check(std::strncmp(text, "plan v1.", 8) == 0);
+  check(std::strncmp(text, "plan v2.", 8) == 0);
   m2n_free(text);
 }
 

@@ -134,7 +134,9 @@ void PlanWriter::emitRuns(uint32_t rank, m2n_opcode_t opcode,
                    3 * sizeof(int64_t) * M2N_PLAN_MAX_LEVELS];
   size_t size = 0;
   auto put = [&](const void *value, size_t bytes) {
-    std::memcpy(operands + size, value, bytes);
+    // An empty vector's data() may be null, which memcpy must not see.
+    if (bytes != 0)
+      std::memcpy(operands + size, value, bytes);
     size += bytes;
   };
   put(&fixed, sizeof(fixed));
