@@ -94,12 +94,11 @@ uint32_t PlanWriter::addBinding(uint32_t rank, uint32_t tensor, m2n_role_t role,
 }
 
 PlanWriter::Rank &PlanWriter::entryOf(uint32_t rank) {
-  // Calls come in runs for one rank; map nodes never move.
-  if (!lastEntry_ || lastRank_ != rank) {
-    lastEntry_ = &ranks_[rank];
-    lastRank_ = rank;
-  }
-  return *lastEntry_;
+  if (rank >= ranks_.size())
+    ranks_.resize(size_t(rank) + 1);
+  if (!ranks_[rank])
+    ranks_[rank] = std::make_unique<Rank>();
+  return *ranks_[rank];
 }
 
 void PlanWriter::emit(uint32_t rank, m2n_opcode_t opcode, uint16_t levels,
@@ -217,10 +216,11 @@ std::vector<uint8_t> PlanWriter::finish() const {
   uint64_t end =
       ranksOffset + uint64_t(worldSize_) * sizeof(m2n_plan_rank_entry_t);
   std::map<uint32_t, m2n_plan_rank_entry_t> sections;
-  for (const auto &[rank, entry] : ranks_) {
-    assert(rank < worldSize_ && "rank outside the world");
-    if (!entry.hasWork())
+  for (uint32_t rank = 0; rank < ranks_.size(); ++rank) {
+    if (!ranks_[rank] || !ranks_[rank]->hasWork())
       continue;
+    assert(rank < worldSize_ && "rank outside the world");
+    const Rank &entry = *ranks_[rank];
     uint64_t offset = alignUp(end);
     uint64_t size = sizeof(m2n_plan_rank_header_t) +
                     entry.boxes.size() * sizeof(m2n_plan_box_t) +
@@ -258,7 +258,7 @@ std::vector<uint8_t> PlanWriter::finish() const {
   for (const auto &[rank, placement] : sections) {
     put(file, ranksOffset + uint64_t(rank) * sizeof(m2n_plan_rank_entry_t),
         placement);
-    const Rank &entry = ranks_.at(rank);
+    const Rank &entry = *ranks_[rank];
     m2n_plan_rank_header_t rankHeader = {};
     rankHeader.rank = rank;
     rankHeader.binding_count = static_cast<uint32_t>(entry.bindings.size());

@@ -8,9 +8,8 @@
 #include "m2n/Plan/Verify.h"
 #include "m2n/plan_writer.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
-#include "llvm/ADT/DenseMap.h"
 
-#include <tuple>
+#include <array>
 
 using namespace mlir;
 
@@ -76,11 +75,8 @@ public:
   }
 
 private:
-  /// A binding's (rank, tensor, role) in one number, for a flat map.
-  static uint64_t bindingKey(int64_t rank, int32_t tensor, m2n_role_t role) {
-    return static_cast<uint64_t>(tensor) << 33 |
-           static_cast<uint64_t>(role == M2N_ROLE_DESTINATION) << 32 |
-           static_cast<uint32_t>(rank);
+  static size_t roleIndex(m2n_role_t role) {
+    return role == M2N_ROLE_DESTINATION;
   }
 
   /// The shard of `tensor` that `rank` holds in `role`.
@@ -91,30 +87,44 @@ private:
                                    : boxes.second.of(rank);
   }
 
-  void addBindingsOf(int32_t tensor, const plan::PlanLayout &layout,
+  /// Binds every member of group `g` on every rank of `layout`, and
+  /// records where each rank's first one is.
+  void addBindingsOf(size_t g, const plan::PlanLayout &layout,
                      m2n_role_t role) {
+    const TransferGroup &group = plan.groups[g];
+    std::vector<uint32_t> &first = firstBinding[g][roleIndex(role)];
+    first.assign(static_cast<size_t>(plan.worldSize()), 0);
     for (int64_t rank : plan.meshes[layout.mesh].ranks) {
-      const Box &box = shardBox(tensor, rank, role);
-      uint32_t index = writer.addBinding(static_cast<uint32_t>(rank),
-                                         static_cast<uint32_t>(tensor), role,
-                                         box.offsets, box.sizes);
-      bindings[bindingKey(rank, tensor, role)] = index;
+      const Box &box = shardBox(group.members.front(), rank, role);
+      for (size_t m = 0; m < group.members.size(); ++m) {
+        uint32_t index = writer.addBinding(
+            static_cast<uint32_t>(rank),
+            static_cast<uint32_t>(group.members[m]), role, box.offsets,
+            box.sizes);
+        if (m == 0)
+          first[rank] = index;
+      }
     }
   }
 
   /// A group's members get consecutive bindings on each rank, per role, so
-  /// that one record moves a run of members (binding + m for member m).
+  /// that one record moves a run of members (binding + m for member m), and
+  /// a binding's index is its group's first on the rank plus its member's.
   void addBindings() {
-    for (const TransferGroup &group : plan.groups) {
-      for (int32_t member : group.members)
-        addBindingsOf(member, group.src, M2N_ROLE_SOURCE);
-      for (int32_t member : group.members)
-        addBindingsOf(member, group.dst, M2N_ROLE_DESTINATION);
+    firstBinding.resize(plan.groups.size());
+    memberIndex.assign(plan.tensors.size(), 0);
+    for (size_t g = 0; g < plan.groups.size(); ++g) {
+      const TransferGroup &group = plan.groups[g];
+      for (size_t m = 0; m < group.members.size(); ++m)
+        memberIndex[group.members[m]] = static_cast<uint32_t>(m);
+      addBindingsOf(g, group.src, M2N_ROLE_SOURCE);
+      addBindingsOf(g, group.dst, M2N_ROLE_DESTINATION);
     }
   }
 
   uint32_t binding(int64_t rank, int32_t tensor, m2n_role_t role) const {
-    return bindings.find(bindingKey(rank, tensor, role))->second;
+    return firstBinding[plan.tensors[tensor].group][roleIndex(role)][rank] +
+           memberIndex[tensor];
   }
 
   /// The walk of `slice` from one buffer to another, both given as boxes.
@@ -290,7 +300,11 @@ private:
   std::vector<std::pair<plan::HeldBoxes, plan::HeldBoxes>> held;
   std::vector<std::vector<const Message *>> messagesOfStep;
   PlanWriter writer;
-  llvm::DenseMap<uint64_t, uint32_t> bindings;
+  /// Per group and role (source, destination), per rank: the index of the
+  /// rank's binding of the group's first member.
+  std::vector<std::array<std::vector<uint32_t>, 2>> firstBinding;
+  /// Per tensor: its index among its group's members.
+  std::vector<uint32_t> memberIndex;
   /// Per rank: bytes sent and received, and the staging peak.
   std::vector<std::pair<uint64_t, uint64_t>> traffics;
   std::vector<uint64_t> stagingBytes;

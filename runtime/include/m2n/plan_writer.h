@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <array>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,10 +56,6 @@ struct PlanRuns {
 
 class PlanWriter {
 public:
-  PlanWriter() = default;
-  // It remembers the last rank's entry, which a copy must not share.
-  PlanWriter(const PlanWriter &) = delete;
-  PlanWriter &operator=(const PlanWriter &) = delete;
   void setWorldSize(uint32_t worldSize) { worldSize_ = worldSize; }
   void setStepCount(uint32_t stepCount) { stepCount_ = stepCount; }
   void setStagingBudget(uint64_t bytes) { stagingBudget_ = bytes; }
@@ -133,10 +130,9 @@ private:
   uint64_t lowerBoundNs_ = 0;
   std::vector<m2n_plan_tensor_t> tensors_;
   std::string strings_;
-  // Ordered by rank, so that the layout does not depend on call order.
-  std::map<uint32_t, Rank> ranks_;
-  Rank *lastEntry_ = nullptr;
-  uint32_t lastRank_ = 0;
+  // By rank, so that the layout does not depend on call order; null for a
+  // rank not named yet.
+  std::vector<std::unique_ptr<Rank>> ranks_;
 };
 
 /// FNV-1a 64 of `size` bytes at `data`, with the header's content_hash
