@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -53,9 +55,68 @@ TEST(PlanHash, IsFnv1a64OverWordsWithTheHashFieldAsZero) {
             planContentHash(marked.data(), 40));
 }
 
-TEST(PlanWriter, IsDeterministic) {
-  EXPECT_EQ(samplePlan(), samplePlan());
+/// The contents of the first fenced block of `page` after `marker`.
+std::string fencedAfter(const std::string &page, const std::string &marker) {
+  size_t open = page.find("```", page.find(marker));
+  if (open == std::string::npos)
+    return "";
+  size_t begin = page.find('\n', open) + 1;
+  size_t close = page.find("\n```", begin);
+  return close == std::string::npos ? ""
+                                    : page.substr(begin, close + 1 - begin);
 }
+
+// docs/plan-format.md builds one plan with the writer and shows its size
+// and its disassembly; the same calls here keep the page true to the
+// format.
+TEST(PlanWriter, MatchesTheFormatPagesExample) {
+  std::ifstream in(M2N_PLAN_FORMAT_DOC);
+  ASSERT_TRUE(in) << M2N_PLAN_FORMAT_DOC;
+  std::string page((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  std::string code = fencedAfter(page, "### Worked example");
+  ASSERT_NE(code.find("writer.finish();   // "), std::string::npos);
+  uint64_t size =
+      std::stoull(code.substr(code.find("writer.finish();   // ") + 22));
+  std::string shown =
+      fencedAfter(page, "`m2n_plan_disassemble(plan, -1, &text)` on it gives:");
+
+  PlanWriter writer;
+  writer.setWorldSize(2);
+  writer.setStepCount(1);
+  writer.setStagingBudget(1 << 20);
+  writer.setSummary(16, 0, 1, 2000, 1500);
+  uint32_t w = writer.addTensor("w", M2N_DTYPE_F32, {2, 4});
+  uint32_t src = writer.addBinding(0, w, M2N_ROLE_SOURCE, {0, 0}, {2, 4});
+  uint32_t dst = writer.addBinding(1, w, M2N_ROLE_DESTINATION, {0, 2}, {2, 2});
+  PlanRuns columns;
+  columns.fromBinding = src;
+  columns.fromOffset = 8;
+  columns.runBytes = 8;
+  columns.count = {2};
+  columns.fromStride = {16};
+  columns.toStride = {8};
+  writer.step(0, 0);
+  writer.pack(0, columns);
+  writer.send(0, 1, 0, 16);
+  writer.setStagingBytes(0, 16);
+  writer.setTraffic(0, 16, 0);
+  PlanRuns whole;
+  whole.toBinding = dst;
+  whole.runBytes = 16;
+  writer.step(1, 0);
+  writer.recv(1, 0, 0, 16);
+  writer.unpack(1, whole);
+  writer.setStagingBytes(1, 16);
+  writer.setTraffic(1, 0, 16);
+  std::vector<uint8_t> file = writer.finish();
+
+  EXPECT_EQ(file.size(), size);
+  Loaded loaded(file);
+  EXPECT_EQ(disassemble(loaded.plan, -1), shown);
+}
+
+TEST(PlanWriter, IsDeterministic) { EXPECT_EQ(samplePlan(), samplePlan()); }
 
 TEST(PlanWriter, LaysOutTheFile) {
   PlanBytes file{samplePlan()};
@@ -103,8 +164,7 @@ TEST(PlanRoundTrip, Info) {
   EXPECT_EQ(info.step_count, 2u);
   EXPECT_EQ(info.staging_budget, 1u << 20);
   EXPECT_EQ(info.file_size, samplePlan().size());
-  EXPECT_EQ(info.content_hash,
-            PlanBytes{samplePlan()}.header().content_hash);
+  EXPECT_EQ(info.content_hash, PlanBytes{samplePlan()}.header().content_hash);
   EXPECT_EQ(info.wire_bytes, 120u);
   EXPECT_EQ(info.local_copy_bytes, 24u);
   EXPECT_EQ(info.message_count, 6u);
@@ -214,10 +274,11 @@ TEST(PlanDisassembler, WholePlan) {
   Loaded loaded(samplePlan());
   ASSERT_NE(loaded.plan, nullptr);
   std::string hash = hex64(PlanBytes{samplePlan()}.header().content_hash);
-  EXPECT_EQ(disassemble(loaded.plan, -1),
-            "plan v2.0 world 5 tensors 2 steps 2 staging_budget 1048576 hash " +
-                hash + "\n" +
-                R"(summary wire_bytes 120 local_copy_bytes 24 messages 6 predicted_ns 5000 lower_bound_ns 4000
+  EXPECT_EQ(
+      disassemble(loaded.plan, -1),
+      "plan v2.0 world 5 tensors 2 steps 2 staging_budget 1048576 hash " +
+          hash + "\n" +
+          R"(summary wire_bytes 120 local_copy_bytes 24 messages 6 predicted_ns 5000 lower_bound_ns 4000
 tensor 0 "w" BF16 [8, 6]
 tensor 1 "b" F32 [6]
 rank 0: bindings 2 instructions 7 staging 48 send 72 receive 0
