@@ -172,9 +172,9 @@ void coalesceGroup(TransferGroup &group) {
 /// buffer.
 /// The exporter asks this for every part of every message: what it needs
 /// lives on the stack, but for the levels of the result.
-llvm::SmallVector<StridedRuns, 2>
-describe(const Box &slice, llvm::ArrayRef<const Box *> buffers,
-         int64_t elementBytes) {
+llvm::SmallVector<StridedRuns, 2> describe(const Box &slice,
+                                           llvm::ArrayRef<const Box *> buffers,
+                                           int64_t elementBytes) {
   size_t numBuffers = buffers.size();
   llvm::SmallVector<StridedRuns, 2> result(numBuffers);
   if (slice.volume() == 0)
@@ -182,8 +182,7 @@ describe(const Box &slice, llvm::ArrayRef<const Box *> buffers,
   size_t rank = slice.sizes.size();
 
   // Byte strides per buffer and dimension, and the slice's start.
-  llvm::SmallVector<std::array<int64_t, kMaxTensorRank>, 2> strides(
-      numBuffers);
+  llvm::SmallVector<std::array<int64_t, kMaxTensorRank>, 2> strides(numBuffers);
   for (size_t b = 0; b < numBuffers; ++b) {
     int64_t stride = elementBytes;
     for (size_t d = rank; d-- > 0;) {
@@ -206,11 +205,8 @@ describe(const Box &slice, llvm::ArrayRef<const Box *> buffers,
   int64_t runElements = 1;
   for (size_t d = innermost; d < rank; ++d)
     runElements *= slice.sizes[d];
-  for (StridedRuns &runs : result) {
+  for (StridedRuns &runs : result)
     runs.runBytes = runElements * elementBytes;
-    runs.count.reserve(innermost);
-    runs.stride.reserve(innermost);
-  }
 
   // One level per outer dimension of more than one element, outermost
   // first; a level that steps exactly over the span of the one inside it

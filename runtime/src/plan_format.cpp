@@ -3,7 +3,6 @@
 #include "m2n/plan.h"
 #include "m2n/plan_writer.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -17,12 +16,16 @@ uint64_t planContentHash(const uint8_t *data, size_t size) {
       offsetof(m2n_plan_header_t, content_hash) / sizeof(uint64_t);
   constexpr uint64_t kPrime = 0x100000001b3ull;
   uint64_t hash = 0xcbf29ce484222325ull;
-  for (size_t word = 0; word * 8 < size; ++word) {
+  size_t words = size / 8;
+  for (size_t word = 0; word < words; ++word) {
+    uint64_t value;
+    std::memcpy(&value, data + word * 8, 8);
+    hash = (hash ^ (word == kFieldWord ? 0 : value)) * kPrime;
+  }
+  if (size % 8 != 0) {
     uint64_t value = 0;
-    std::memcpy(&value, data + word * 8, std::min<size_t>(8, size - word * 8));
-    if (word == kFieldWord)
-      value = 0;
-    hash = (hash ^ value) * kPrime;
+    std::memcpy(&value, data + words * 8, size % 8);
+    hash = (hash ^ (words == kFieldWord ? 0 : value)) * kPrime;
   }
   return hash;
 }
@@ -38,9 +41,9 @@ struct DTypeInfo {
 
 // Indexed by m2n_dtype_t.
 constexpr DTypeInfo kDTypes[M2N_DTYPE_COUNT] = {
-    {"BF16", 2}, {"F16", 2}, {"F32", 4},     {"F64", 8},     {"F8_E4M3", 1},
-    {"F8_E5M2", 1}, {"I8", 1}, {"U8", 1},    {"I16", 2},     {"U16", 2},
-    {"I32", 4},  {"U32", 4}, {"I64", 8},     {"U64", 8},     {"BOOL", 1},
+    {"BF16", 2},    {"F16", 2}, {"F32", 4}, {"F64", 8}, {"F8_E4M3", 1},
+    {"F8_E5M2", 1}, {"I8", 1},  {"U8", 1},  {"I16", 2}, {"U16", 2},
+    {"I32", 4},     {"U32", 4}, {"I64", 8}, {"U64", 8}, {"BOOL", 1},
 };
 
 bool isDType(m2n_dtype_t dtype) {

@@ -75,6 +75,21 @@ uint32_t PlanWriter::addBinding(uint32_t rank, uint32_t tensor, m2n_role_t role,
     volume *= shape[d];
   }
   Rank &entry = entryOf(rank);
+  m2n_plan_binding_t binding = {};
+  binding.tensor = tensor;
+  binding.role = static_cast<uint8_t>(role);
+  binding.box = boxOf(entry, key);
+  binding.byte_size = static_cast<uint64_t>(
+      volume *
+      m2n_dtype_size(static_cast<m2n_dtype_t>(tensors_[tensor].dtype)));
+  entry.bindings.push_back(binding);
+  return static_cast<uint32_t>(entry.bindings.size() - 1);
+}
+
+uint32_t PlanWriter::boxOf(Rank &entry, const BoxKey &key) {
+  // A model's layers are bound one after another with the same box.
+  if (!entry.bindings.empty() && key == entry.lastBox)
+    return entry.bindings.back().box;
   auto [it, inserted] = entry.boxIndex.try_emplace(
       key, static_cast<uint32_t>(entry.boxes.size()));
   if (inserted) {
@@ -82,15 +97,8 @@ uint32_t PlanWriter::addBinding(uint32_t rank, uint32_t tensor, m2n_role_t role,
     std::copy(key.begin(), key.begin() + M2N_PLAN_MAX_RANK, box.offset);
     std::copy(key.begin() + M2N_PLAN_MAX_RANK, key.end(), box.shape);
   }
-  m2n_plan_binding_t binding = {};
-  binding.tensor = tensor;
-  binding.role = static_cast<uint8_t>(role);
-  binding.box = it->second;
-  binding.byte_size = static_cast<uint64_t>(
-      volume *
-      m2n_dtype_size(static_cast<m2n_dtype_t>(tensors_[tensor].dtype)));
-  entry.bindings.push_back(binding);
-  return static_cast<uint32_t>(entry.bindings.size() - 1);
+  entry.lastBox = key;
+  return it->second;
 }
 
 PlanWriter::Rank &PlanWriter::entryOf(uint32_t rank) {

@@ -14,7 +14,7 @@ using namespace m2n::plan::test;
 namespace {
 
 using Slices = std::vector<Slice>;
-using Counts = std::vector<int64_t>;
+using Counts = llvm::SmallVector<int64_t, 4>;
 
 /// A plan of one [8, 8] tensor whose slices are `slices`.
 Plan planWith(Slices slices) {

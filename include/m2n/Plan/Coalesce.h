@@ -5,6 +5,8 @@
 
 #include "m2n/Plan/Plan.h"
 
+#include "llvm/ADT/SmallVector.h"
+
 namespace m2n::plan {
 
 struct CoalesceStats {
@@ -26,8 +28,9 @@ CoalesceStats coalesce(Plan &plan);
 struct StridedRuns {
   int64_t offset = 0;
   int64_t runBytes = 0;
-  std::vector<int64_t> count;
-  std::vector<int64_t> stride;
+  // Inline storage: the exporter describes a slice per message part.
+  llvm::SmallVector<int64_t, 4> count;
+  llvm::SmallVector<int64_t, 4> stride;
 
   /// The number of contiguous runs.
   int64_t runs() const;

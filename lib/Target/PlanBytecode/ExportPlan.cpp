@@ -97,10 +97,10 @@ private:
     for (int64_t rank : plan.meshes[layout.mesh].ranks) {
       const Box &box = shardBox(group.members.front(), rank, role);
       for (size_t m = 0; m < group.members.size(); ++m) {
-        uint32_t index = writer.addBinding(
-            static_cast<uint32_t>(rank),
-            static_cast<uint32_t>(group.members[m]), role, box.offsets,
-            box.sizes);
+        uint32_t index =
+            writer.addBinding(static_cast<uint32_t>(rank),
+                              static_cast<uint32_t>(group.members[m]), role,
+                              box.offsets, box.sizes);
         if (m == 0)
           first[rank] = index;
       }
@@ -127,18 +127,22 @@ private:
            memberIndex[tensor];
   }
 
-  /// The walk of `slice` from one buffer to another, both given as boxes.
-  static PlanRuns runs(const Slice &slice, const Box &from, const Box &to,
-                       int64_t elementBytes) {
+  /// The walk of `slice` from one buffer to another, both given as boxes,
+  /// in a record that is reused: a plan has one per message part, and
+  /// fresh vectors for each would cost more than the walk.
+  PlanRuns &runs(const Slice &slice, const Box &from, const Box &to,
+                 int64_t elementBytes) {
     auto [fromRuns, toRuns] =
         plan::stridedRunsPair(slice.box, from, to, elementBytes);
-    PlanRuns result;
+    PlanRuns &result = walkRecord;
+    result.fromBinding = result.toBinding = 0;
+    result.members = 1;
     result.fromOffset = fromRuns.offset;
     result.toOffset = toRuns.offset;
     result.runBytes = fromRuns.runBytes;
-    result.count = fromRuns.count;
-    result.fromStride = fromRuns.stride;
-    result.toStride = toRuns.stride;
+    result.count.assign(fromRuns.count.begin(), fromRuns.count.end());
+    result.fromStride.assign(fromRuns.stride.begin(), fromRuns.stride.end());
+    result.toStride.assign(toRuns.stride.begin(), toRuns.stride.end());
     return result;
   }
 
@@ -150,9 +154,9 @@ private:
           continue;
         int32_t first = group.members.front();
         uint32_t rank = static_cast<uint32_t>(slice.sender);
-        PlanRuns copy = runs(slice, shardBox(first, rank, M2N_ROLE_SOURCE),
-                             shardBox(first, rank, M2N_ROLE_DESTINATION),
-                             group.elementBytes());
+        PlanRuns &copy = runs(slice, shardBox(first, rank, M2N_ROLE_SOURCE),
+                              shardBox(first, rank, M2N_ROLE_DESTINATION),
+                              group.elementBytes());
         copy.fromBinding = binding(rank, first, M2N_ROLE_SOURCE);
         copy.toBinding = binding(rank, first, M2N_ROLE_DESTINATION);
         copy.members = static_cast<uint32_t>(group.members.size());
@@ -182,8 +186,8 @@ private:
     uint32_t rank = static_cast<uint32_t>(message.sender);
     forEachPart(message, [&](const TransferGroup &group, const Slice &slice,
                              int32_t first, uint32_t members) {
-      PlanRuns pack = runs(slice, shardBox(first, rank, readRole(slice)),
-                           slice.box, group.elementBytes());
+      PlanRuns &pack = runs(slice, shardBox(first, rank, readRole(slice)),
+                            slice.box, group.elementBytes());
       pack.fromBinding = binding(rank, first, readRole(slice));
       pack.toOffset += staging;
       pack.members = members;
@@ -197,7 +201,7 @@ private:
     uint32_t rank = static_cast<uint32_t>(message.receiver);
     forEachPart(message, [&](const TransferGroup &group, const Slice &slice,
                              int32_t first, uint32_t members) {
-      PlanRuns unpack =
+      PlanRuns &unpack =
           runs(slice, slice.box, shardBox(first, rank, M2N_ROLE_DESTINATION),
                group.elementBytes());
       unpack.toBinding = binding(rank, first, M2N_ROLE_DESTINATION);
@@ -214,12 +218,12 @@ private:
     uint32_t fromBinding, toBinding;
     uint64_t fromOffset, toOffset;
   };
-  Direct direct(const Message &message) const {
+  Direct direct(const Message &message) {
     const MessagePart &part = message.parts.front();
     const TransferGroup &group = plan.groups[part.group];
     const Slice &slice = group.slices[part.slice];
     int32_t member = group.members[part.memberBegin];
-    PlanRuns walk =
+    const PlanRuns &walk =
         runs(slice, shardBox(member, message.sender, readRole(slice)),
              shardBox(member, message.receiver, M2N_ROLE_DESTINATION),
              group.elementBytes());
@@ -300,6 +304,7 @@ private:
   std::vector<std::pair<plan::HeldBoxes, plan::HeldBoxes>> held;
   std::vector<std::vector<const Message *>> messagesOfStep;
   PlanWriter writer;
+  PlanRuns walkRecord;
   /// Per group and role (source, destination), per rank: the index of the
   /// rank's binding of the group's first member.
   std::vector<std::array<std::vector<uint32_t>, 2>> firstBinding;

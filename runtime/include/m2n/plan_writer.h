@@ -99,10 +99,15 @@ public:
   std::vector<uint8_t> finish() const;
 
 private:
+  /// A box's offsets, then its shape.
+  using BoxKey = std::array<int64_t, 2 * M2N_PLAN_MAX_RANK>;
+
   struct Rank {
     /// Each distinct box once, and where it is by its 16 values.
     std::vector<m2n_plan_box_t> boxes;
-    std::map<std::array<int64_t, 2 * M2N_PLAN_MAX_RANK>, uint32_t> boxIndex;
+    std::map<BoxKey, uint32_t> boxIndex;
+    /// The box of the last binding.
+    BoxKey lastBox = {};
     std::vector<m2n_plan_binding_t> bindings;
     std::vector<uint8_t> instructions;
     uint32_t instructionCount = 0;
@@ -114,6 +119,8 @@ private:
   };
 
   Rank &entryOf(uint32_t rank);
+  /// The index of `key` in the rank's boxes, added when new.
+  uint32_t boxOf(Rank &entry, const BoxKey &key);
   void emit(uint32_t rank, m2n_opcode_t opcode, uint16_t levels,
             const uint8_t *operands, size_t size);
   void emitRuns(uint32_t rank, m2n_opcode_t opcode, const PlanRuns &runs);
