@@ -1,15 +1,12 @@
 //===- plan_loader.cpp - Loading plans; the C API over loaded plans -------===//
 
+#include "mapped_file.h"
 #include "plan_internal.h"
 
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace m2n {
 
@@ -296,14 +293,6 @@ m2n_status_t adopt(std::string source, const uint8_t *data, uint64_t size,
   return nullptr;
 }
 
-m2n_status_t fileError(const char *path, const char *what, int error) {
-  m2n_status_code_t code = error == ENOENT || error == ENOTDIR
-                               ? M2N_STATUS_NOT_FOUND
-                               : M2N_STATUS_IO_ERROR;
-  return m2n_status_create(
-      code, concat(path, ": ", what, ": ", std::strerror(error)).c_str());
-}
-
 } // namespace
 
 extern "C" {
@@ -314,33 +303,9 @@ m2n_status_t m2n_plan_load_file(const char *path, m2n_plan_t *out) {
   *out = nullptr;
   if (!path)
     return invalidArgument("m2n_plan_load_file", "path is null");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return fileError(path, "cannot open", errno);
-  struct stat info;
-  if (fstat(fd, &info) != 0) {
-    int error = errno;
-    close(fd);
-    return fileError(path, "cannot stat", error);
-  }
-  if (!S_ISREG(info.st_mode)) {
-    close(fd);
-    return m2n_status_create(M2N_STATUS_IO_ERROR,
-                             concat(path, ": not a regular file").c_str());
-  }
-  uint64_t size = static_cast<uint64_t>(info.st_size);
   const uint8_t *data = nullptr;
-  // mmap rejects an empty mapping; an empty file fails validation anyway.
-  if (size != 0) {
-    void *mapping = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping == MAP_FAILED) {
-      int error = errno;
-      close(fd);
-      return fileError(path, "cannot map", error);
-    }
-    data = static_cast<const uint8_t *>(mapping);
-  }
-  close(fd);
+  uint64_t size = 0;
+  M2N_RETURN_IF_ERROR(m2n::mapFile(path, &data, &size));
   return adopt(path, data, size, releaseMapping, out);
 }
 

@@ -14,6 +14,7 @@
 
 #include "json.h"
 #include "m2n/plan.h"
+#include "mapped_file.h"
 #include "plan_internal.h"
 
 #include <algorithm>
@@ -32,6 +33,8 @@
 namespace {
 
 using m2n::concat;
+using m2n::fileError;
+using m2n::mapFile;
 using m2n::quoteName;
 
 // The reference implementation refuses larger headers.
@@ -66,15 +69,6 @@ bool tensorBytes(m2n_dtype_t dtype, uint32_t ndim, const int64_t *shape,
   }
   *bytes = total;
   return true;
-}
-
-m2n_status_t fileError(const std::string &path, const std::string &what,
-                       int error) {
-  m2n_status_code_t code = error == ENOENT || error == ENOTDIR
-                               ? M2N_STATUS_NOT_FOUND
-                               : M2N_STATUS_IO_ERROR;
-  return m2n_status_create(
-      code, concat(path, ": ", what, ": ", std::strerror(error)).c_str());
 }
 
 } // namespace
@@ -541,35 +535,10 @@ m2n_status_t m2n_safetensors_load_file(const char *path,
   if (!out || !path)
     return nullArgument("m2n_safetensors_load_file");
   *out = nullptr;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return fileError(path, "cannot open", errno);
-  struct stat info;
-  if (fstat(fd, &info) != 0) {
-    int error = errno;
-    close(fd);
-    return fileError(path, "cannot stat", error);
-  }
-  if (!S_ISREG(info.st_mode)) {
-    close(fd);
-    return m2n_status_create(M2N_STATUS_IO_ERROR,
-                             concat(path, ": not a regular file").c_str());
-  }
   auto file = std::make_unique<m2n_safetensors_s>();
   file->path = path;
-  uint64_t size = static_cast<uint64_t>(info.st_size);
-  // mmap rejects an empty mapping; an empty file fails parsing anyway.
-  if (size != 0) {
-    void *mapping = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping == MAP_FAILED) {
-      int error = errno;
-      close(fd);
-      return fileError(path, "cannot map", error);
-    }
-    file->mapping = static_cast<const uint8_t *>(mapping);
-    file->size = size;
-  }
-  close(fd);
+  // An empty file maps to nothing; parsing rejects it.
+  M2N_RETURN_IF_ERROR(mapFile(path, &file->mapping, &file->size));
   M2N_RETURN_IF_ERROR(file->parse());
   *out = file.release();
   return nullptr;
