@@ -47,7 +47,7 @@ LayoutIndex::LayoutIndex(const Plan &plan, const std::vector<int64_t> &shape,
   isValid = true;
   const Mesh &mesh = plan.meshes[layout.mesh];
   ranks = mesh.ranks;
-  indexRanks();
+  indexOfRank = RankIndex(ranks);
 
   std::vector<Box> local = localBoxes(shape, mesh, layout.placements);
   size_t rank = shape.size();
@@ -120,36 +120,6 @@ bool LayoutIndex::isProperRegion(const Box &region, size_t rank) {
     return false;
   return std::all_of(region.sizes.begin(), region.sizes.end(),
                      [](int64_t size) { return size > 0; });
-}
-
-void LayoutIndex::indexRanks() {
-  if (ranks.empty())
-    return;
-  auto [lowest, highest] = std::minmax_element(ranks.begin(), ranks.end());
-  uint64_t span = static_cast<uint64_t>(*highest - *lowest) + 1;
-  if (span <= 4 * ranks.size() + 64) {
-    firstRank = *lowest;
-    directIndex.assign(span, -1);
-    for (size_t i = 0; i < ranks.size(); ++i)
-      directIndex[ranks[i] - firstRank] = static_cast<int32_t>(i);
-    return;
-  }
-  for (size_t i = 0; i < ranks.size(); ++i)
-    indexOfRank.emplace_back(ranks[i], static_cast<int64_t>(i));
-  std::sort(indexOfRank.begin(), indexOfRank.end());
-}
-
-int64_t LayoutIndex::meshIndexOf(int64_t rank) const {
-  if (!directIndex.empty()) {
-    uint64_t offset =
-        static_cast<uint64_t>(rank) - static_cast<uint64_t>(firstRank);
-    return offset < directIndex.size() ? directIndex[offset] : -1;
-  }
-  auto it = std::lower_bound(indexOfRank.begin(), indexOfRank.end(),
-                             std::make_pair(rank, int64_t(0)));
-  if (it == indexOfRank.end() || it->first != rank)
-    return -1;
-  return it->second;
 }
 
 bool LayoutIndex::onMesh(int64_t rank) const { return meshIndexOf(rank) >= 0; }

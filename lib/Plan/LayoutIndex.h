@@ -64,10 +64,8 @@ public:
 private:
   /// Whether `region` has `rank` dimensions, each of positive size.
   static bool isProperRegion(const Box &region, size_t rank);
-  /// Fills directIndex or indexOfRank.
-  void indexRanks();
   /// The mesh index of `rank`, or -1.
-  int64_t meshIndexOf(int64_t rank) const;
+  int64_t meshIndexOf(int64_t rank) const { return indexOfRank.find(rank); }
   /// The id of the box made of interval `cell[d]` in each dimension d.
   int32_t boxOfCell(llvm::ArrayRef<int64_t> cell) const;
 
@@ -76,13 +74,7 @@ private:
   std::vector<std::vector<int64_t>> holderLists;
   std::vector<int64_t> ranks;
   std::vector<int32_t> boxOfIndex;
-  /// The mesh index of ranks firstRank, firstRank + 1, ... (-1 for ranks
-  /// not on the mesh): meshes number their ranks nearly densely, and passes
-  /// look ranks up once per slice. Empty when the ranks are too sparse;
-  /// indexOfRank then holds (rank, mesh index), sorted by rank.
-  int64_t firstRank = 0;
-  std::vector<int32_t> directIndex;
-  std::vector<std::pair<int64_t, int64_t>> indexOfRank;
+  RankIndex indexOfRank{{}};
   /// Per dimension, the partition's interval starts and ends, ascending.
   std::vector<std::vector<int64_t>> starts, ends;
   /// Box id per cell (one interval per dimension, row-major), or -1.

@@ -141,8 +141,46 @@ Box m2n::plan::destinationBox(const Plan &plan, const TransferGroup &group,
   return HeldBoxes(plan, group, group.dst).of(rank);
 }
 
+RankIndex::RankIndex(const std::vector<int64_t> &ranks) {
+  if (ranks.empty())
+    return;
+  auto [lowest, highest] = std::minmax_element(ranks.begin(), ranks.end());
+  uint64_t span = static_cast<uint64_t>(*highest - *lowest) + 1;
+  if (span <= 4 * ranks.size() + 64) {
+    firstRank = *lowest;
+    table.assign(span, -1);
+    for (size_t i = 0; i < ranks.size(); ++i)
+      table[ranks[i] - firstRank] = static_cast<int32_t>(i);
+    return;
+  }
+  for (size_t i = 0; i < ranks.size(); ++i)
+    sorted.emplace_back(ranks[i], static_cast<int64_t>(i));
+  std::sort(sorted.begin(), sorted.end());
+}
+
+int64_t RankIndex::find(int64_t rank) const {
+  if (!table.empty()) {
+    uint64_t offset =
+        static_cast<uint64_t>(rank) - static_cast<uint64_t>(firstRank);
+    return offset < table.size() ? table[offset] : -1;
+  }
+  auto it = std::lower_bound(sorted.begin(), sorted.end(),
+                             std::make_pair(rank, int64_t(0)));
+  return it != sorted.end() && it->first == rank ? it->second : -1;
+}
+
+/// The ranks of the layout's mesh, or none for an invalid layout.
+static const std::vector<int64_t> &layoutRanks(const Plan &plan,
+                                               const TransferGroup &group,
+                                               const PlanLayout &layout) {
+  static const std::vector<int64_t> none;
+  return isValidLayout(plan, group, layout) ? plan.meshes[layout.mesh].ranks
+                                            : none;
+}
+
 HeldBoxes::HeldBoxes(const Plan &plan, const TransferGroup &group,
-                     const PlanLayout &layout) {
+                     const PlanLayout &layout)
+    : index(layoutRanks(plan, group, layout)) {
   // A rank-0 box always holds its one element, so "nothing" needs a
   // dimension to be empty in. (A shape of more dimensions than a box can
   // have is invalid, and so is its layout.)
@@ -151,34 +189,10 @@ HeldBoxes::HeldBoxes(const Plan &plan, const TransferGroup &group,
   if (!isValidLayout(plan, group, layout))
     return;
   const Mesh &mesh = plan.meshes[layout.mesh];
-  std::vector<Box> local = localBoxes(group.shape, mesh, layout.placements);
-  boxes.reserve(local.size());
-  for (size_t i = 0; i < local.size(); ++i)
-    boxes.emplace_back(mesh.ranks[i], local[i]);
-  // A valid mesh's ranks are distinct, so the order is by rank alone.
-  std::sort(boxes.begin(), boxes.end(),
-            [](const auto &a, const auto &b) { return a.first < b.first; });
-  if (boxes.empty())
-    return;
-  uint64_t span =
-      static_cast<uint64_t>(boxes.back().first - boxes.front().first) + 1;
-  if (span > 4 * boxes.size() + 64)
-    return;
-  firstRank = boxes.front().first;
-  indexOfRank.assign(span, -1);
-  for (size_t i = 0; i < boxes.size(); ++i)
-    indexOfRank[boxes[i].first - firstRank] = static_cast<int32_t>(i);
+  boxes = localBoxes(group.shape, mesh, layout.placements);
 }
 
 const Box &HeldBoxes::of(int64_t rank) const {
-  if (!indexOfRank.empty()) {
-    uint64_t offset =
-        static_cast<uint64_t>(rank) - static_cast<uint64_t>(firstRank);
-    int32_t index = offset < indexOfRank.size() ? indexOfRank[offset] : -1;
-    return index < 0 ? nothing : boxes[index].second;
-  }
-  auto it = std::lower_bound(boxes.begin(), boxes.end(), rank,
-                             [](const std::pair<int64_t, Box> &entry,
-                                int64_t r) { return entry.first < r; });
-  return it != boxes.end() && it->first == rank ? it->second : nothing;
+  int64_t position = index.find(rank);
+  return position < 0 ? nothing : boxes[position];
 }

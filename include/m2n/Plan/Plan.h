@@ -153,9 +153,28 @@ void sortSlices(std::vector<Slice> &slices);
 Box sourceBox(const Plan &plan, const TransferGroup &group, int64_t rank);
 Box destinationBox(const Plan &plan, const TransferGroup &group, int64_t rank);
 
+/// Where each of a list of distinct ranks is in it. Passes look ranks up
+/// once per slice, and meshes number their ranks nearly densely, so the
+/// lookup is a table from the lowest rank up; for ranks too sparse for one,
+/// a binary search.
+class RankIndex {
+public:
+  explicit RankIndex(const std::vector<int64_t> &ranks);
+
+  /// The position of `rank` in the list, or -1.
+  int64_t find(int64_t rank) const;
+
+private:
+  /// The position of rank firstRank + i, or -1; empty when too sparse.
+  int64_t firstRank = 0;
+  std::vector<int32_t> table;
+  /// (rank, position), sorted by rank, when there is no table.
+  std::vector<std::pair<int64_t, int64_t>> sorted;
+};
+
 /// What sourceBox or destinationBox say for every rank, for one layout of a
 /// group: the layout is checked and the boxes computed once, and each rank
-/// then costs a table lookup (a binary search for sparse ranks).
+/// then costs a lookup.
 class HeldBoxes {
 public:
   HeldBoxes(const Plan &plan, const TransferGroup &group,
@@ -167,12 +186,10 @@ public:
 private:
   /// What a rank off the mesh, or any rank of an invalid layout, holds.
   Box nothing;
-  /// (rank, its box), sorted by rank.
-  std::vector<std::pair<int64_t, Box>> boxes;
-  /// The index into `boxes` of rank firstRank + i, or -1; empty when the
-  /// ranks are too sparse for a table, and a binary search finds them.
-  int64_t firstRank = 0;
-  std::vector<int32_t> indexOfRank;
+  /// The box of each rank of the mesh, in mesh order; none for an invalid
+  /// layout.
+  std::vector<Box> boxes;
+  RankIndex index;
 };
 
 } // namespace m2n::plan
