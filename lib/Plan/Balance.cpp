@@ -70,18 +70,11 @@ private:
 
 bool isRemote(const Slice &slice) { return !slice.isLocalCopy(); }
 
-bool isBalanced(const TransferGroup &group, const Slice &slice) {
-  return isRemote(slice) && slice.origin == Origin::Source &&
-         slice.round == 0 && isWithinTensor(slice.box, group.shape) &&
+/// Whether balancing may choose the sender of the remote `slice`, which
+/// lies within its tensor.
+bool isBalanced(const Slice &slice) {
+  return slice.origin == Origin::Source && slice.round == 0 &&
          !slice.box.empty();
-}
-
-/// A slice's bytes over all members; 0 for a malformed slice, whose size
-/// may not even be computable.
-int64_t memberBytes(const TransferGroup &group, const Slice &slice) {
-  if (!isWithinTensor(slice.box, group.shape))
-    return 0;
-  return sliceBytes(group, slice) * static_cast<int64_t>(group.members.size());
 }
 
 /// Every rank of the plan and every sender, which a malformed plan may name
@@ -153,10 +146,15 @@ std::vector<Region> collectRegions(const Plan &plan, const RankTable &table,
       const Slice &slice = group.slices[i];
       if (!isRemote(slice))
         continue;
-      int64_t weight = memberBytes(group, slice);
+      // A malformed slice, whose size may not even be computable, weighs
+      // nothing and stays as it is.
+      bool within = isWithinTensor(slice.box, group.shape);
+      int64_t weight = within ? sliceBytes(group, slice) *
+                                    static_cast<int64_t>(group.members.size())
+                              : 0;
       int32_t sender = table.index(slice.sender);
       loads.before[sender] += weight;
-      int32_t id = isBalanced(group, slice) ? containingBox(src, slice) : -1;
+      int32_t id = within && isBalanced(slice) ? containingBox(src, slice) : -1;
       llvm::ArrayRef<int64_t> holders =
           id >= 0 ? src.holders(id) : llvm::ArrayRef<int64_t>();
       if (holders.empty()) {
