@@ -339,6 +339,14 @@ int runSim(m2n_plan_t plan, const m2n_plan_info_t &info,
 }
 
 #ifdef M2N_HAVE_MPI
+/// Prints `message` of rank `rank` as one line in one write: every rank's
+/// process shares the terminal or pipe, and a line written in pieces would
+/// interleave with the others'.
+void printRankError(int rank, const std::string &message) {
+  llvm::errs() << "error: rank " + std::to_string(rank) + ": " + message +
+                      "\n";
+}
+
 /// This process is one rank; every rank checks its inputs, and the ranks
 /// agree before any data moves, so a bad input fails every rank.
 int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
@@ -361,7 +369,7 @@ int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
     error = take(m2n_transport_create_mpi(nullptr, &transport));
   std::string inputError = error.empty() ? prepare(plan, options, work) : "";
   if (!inputError.empty())
-    llvm::errs() << "error: rank " << rank << ": " << inputError << "\n";
+    printRankError(rank, inputError);
   // This rank's own steps; each process has its own line.
   ProgressLine line(options.progress);
   std::optional<StepProgress> steps;
@@ -381,7 +389,7 @@ int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
   }
   line.finish();
   if (!error.empty() && inputError.empty())
-    llvm::errs() << "error: rank " << rank << ": " << error << "\n";
+    printRankError(rank, error);
   m2n_transport_destroy(transport);
   MPI_Finalize();
   return error.empty() && inputError.empty() ? 0 : 1;
