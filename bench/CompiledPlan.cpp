@@ -2,32 +2,39 @@
 
 #include "CompiledPlan.h"
 
+#include "m2n/Compiler/CompileRefit.h"
 #include "m2n/Dialect/M2N/IR/M2NDialect.h"
-#include "m2n/Dialect/M2N/IR/M2NOps.h"
-#include "m2n/Dialect/M2N/Transforms/Pipelines.h"
-#include "m2n/Dialect/M2N/Transforms/PlanIR.h"
 #include "m2n/Target/ImportSpec.h"
 
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
 
+#include <chrono>
 #include <cstdlib>
 
 using namespace m2n;
 
-mlir::FailureOr<plan::Plan> bench::compilePlan(const spec::RefitSpec &spec) {
+mlir::FailureOr<bench::Compiled>
+bench::compileSpec(const spec::RefitSpec &spec) {
+  auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext context;
   context.loadDialect<M2NDialect>();
   mlir::OwningOpRef<mlir::ModuleOp> module =
       importRefitSpec(spec, "bench", &context);
-  // As `m2n compile` runs it: the IR verified once, after the pipeline.
-  mlir::PassManager pm(&context);
-  pm.enableVerifier(false);
-  buildCompilePipeline(pm, CompilePipelineOptions());
-  if (std::getenv("M2N_TIMING"))
-    pm.enableTiming();
-  if (mlir::failed(pm.run(*module)) || mlir::failed(mlir::verify(*module)))
+  CompileHooks hooks;
+  hooks.configure = [](mlir::PassManager &pm) {
+    if (std::getenv("M2N_TIMING"))
+      pm.enableTiming();
+  };
+  std::chrono::steady_clock::time_point exporting;
+  hooks.exporting = [&] { exporting = std::chrono::steady_clock::now(); };
+  mlir::FailureOr<CompiledRefit> compiled =
+      compileRefit(*module, CompilePipelineOptions(), hooks);
+  if (mlir::failed(compiled))
     return mlir::failure();
-  return readPlan(*module->getOps<RefitOp>().begin());
+  auto end = std::chrono::steady_clock::now();
+  auto seconds = [](std::chrono::steady_clock::duration duration) {
+    return std::chrono::duration<double>(duration).count();
+  };
+  return Compiled{std::move(*compiled), seconds(exporting - start),
+                  seconds(end - exporting)};
 }

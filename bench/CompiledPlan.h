@@ -3,18 +3,26 @@
 #ifndef M2N_BENCH_COMPILEDPLAN_H
 #define M2N_BENCH_COMPILEDPLAN_H
 
-#include "m2n/Plan/Plan.h"
+#include "m2n/Compiler/CompileRefit.h"
 #include "m2n/Spec/RefitSpec.h"
 
 #include "mlir/Support/LogicalResult.h"
 
 namespace m2n::bench {
 
-/// The plan that the default m2n-compile pipeline gives `spec`: decomposed,
-/// balanced, relayed, fused, scheduled and verified. Fails, with the
-/// pipeline's diagnostics on stderr, when the pipeline does. With M2N_TIMING
-/// in the environment it also prints the time of each pass.
-mlir::FailureOr<plan::Plan> compilePlan(const spec::RefitSpec &spec);
+/// A spec compiled as `m2n compile` compiles it, and the time of its two
+/// parts: the import and the pipeline; then the export, with the plan and
+/// the IR verified beside it.
+struct Compiled {
+  CompiledRefit refit;
+  double pipelineSeconds = 0;
+  double exportSeconds = 0;
+};
+
+/// Compiles `spec` with the default options. Fails, with the compile's
+/// diagnostics on stderr, when it does. With M2N_TIMING in the environment
+/// it also prints the time of each pass.
+mlir::FailureOr<Compiled> compileSpec(const spec::RefitSpec &spec);
 
 } // namespace m2n::bench
 

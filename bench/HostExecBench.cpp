@@ -19,8 +19,6 @@
 
 #include "CompiledPlan.h"
 
-#include "m2n/Plan/CostModel.h"
-#include "m2n/Target/ExportPlan.h"
 
 #include "m2n/executor.h"
 #include "m2n/plan.h"
@@ -93,10 +91,10 @@ spec::RefitSpec hostRefit(Serving serving) {
 
 /// The plan file of `spec`, as `m2n compile` writes it.
 std::optional<std::vector<uint8_t>> planFile(const spec::RefitSpec &spec) {
-  mlir::FailureOr<plan::Plan> compiled = bench::compilePlan(spec);
+  mlir::FailureOr<bench::Compiled> compiled = bench::compileSpec(spec);
   if (mlir::failed(compiled))
     return std::nullopt;
-  return exportPlan(*compiled, plan::CostModel().cost(*compiled));
+  return std::move(compiled->refit.bytes);
 }
 
 /// Takes a status's message and frees it; "" for success.

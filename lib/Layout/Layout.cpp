@@ -9,7 +9,6 @@
 #include "m2n/Layout/Layout.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 using namespace m2n;
 
@@ -222,17 +221,30 @@ std::string m2n::checkMesh(const std::vector<int64_t> &shape,
            std::to_string(expected) + " ranks, got " +
            std::to_string(ranks.size());
 
-  std::unordered_map<int64_t, size_t> firstIndex;
-  firstIndex.reserve(ranks.size());
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] < 0)
-      return "rank " + std::to_string(ranks[i]) + " at index " +
-             std::to_string(i) + " is negative";
-    auto [it, inserted] = firstIndex.emplace(ranks[i], i);
-    if (!inserted)
-      return "rank " + std::to_string(ranks[i]) + " appears twice (indices " +
-             std::to_string(it->second) + " and " + std::to_string(i) + ")";
-  }
+  // The problem reported is the one at the lowest index, as a scan would
+  // find it. Passes check the mesh of every group they index, so this is on
+  // a hot path: ranks are sorted by value with their indices, and equal
+  // neighbours name the duplicates.
+  std::vector<std::pair<int64_t, size_t>> sorted(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i)
+    sorted[i] = {ranks[i], i};
+  if (!std::is_sorted(ranks.begin(), ranks.end()))
+    std::sort(sorted.begin(), sorted.end());
+  size_t second = ranks.size(), first = 0;
+  for (size_t i = 1; i < sorted.size(); ++i)
+    if (sorted[i].first == sorted[i - 1].first && sorted[i].second < second) {
+      first = sorted[i - 1].second;
+      second = sorted[i].second;
+    }
+  auto negative = std::find_if(ranks.begin(), ranks.begin() + second,
+                               [](int64_t rank) { return rank < 0; });
+  if (negative != ranks.begin() + second)
+    return "rank " + std::to_string(*negative) + " at index " +
+           std::to_string(negative - ranks.begin()) + " is negative";
+  if (second < ranks.size())
+    return "rank " + std::to_string(ranks[second]) +
+           " appears twice (indices " + std::to_string(first) + " and " +
+           std::to_string(second) + ")";
   return "";
 }
 

@@ -178,17 +178,30 @@ static bool isZeroCopy(const Plan &plan, GroupBoxes &boxes,
 
 /// Whether fusion splits `slice` of `group` to fit a `bucket`: a remote slice
 /// larger than the bucket, unless it is contiguous on both sides and so goes
-/// zero-copy whole (a slice larger than a bucket fills one alone).
+/// zero-copy whole (a slice larger than a bucket fills one alone). `boxes`
+/// are the group's, made only when a slice is that large.
 static bool isLarge(const Plan &plan, const TransferGroup &group,
-                    const Slice &slice, int64_t bucket) {
+                    const Slice &slice, int64_t bucket,
+                    std::optional<std::pair<HeldBoxes, HeldBoxes>> &boxes) {
   if (slice.isLocalCopy() || sliceBytes(group, slice) <= bucket)
     return false;
-  Box from = slice.origin == Origin::Source
-                 ? sourceBox(plan, group, slice.sender)
-                 : destinationBox(plan, group, slice.sender);
-  return !isContiguousIn(slice.box, from) ||
-         !isContiguousIn(slice.box,
-                         destinationBox(plan, group, slice.receiver));
+  if (!boxes)
+    boxes.emplace(HeldBoxes(plan, group, group.src),
+                  HeldBoxes(plan, group, group.dst));
+  const HeldBoxes &from =
+      slice.origin == Origin::Source ? boxes->first : boxes->second;
+  return !isContiguousIn(slice.box, from.of(slice.sender)) ||
+         !isContiguousIn(slice.box, boxes->second.of(slice.receiver));
+}
+
+/// Whether fusion splits any slice of `group` to fit a `bucket`.
+static bool hasLargeSlices(const Plan &plan, const TransferGroup &group,
+                           int64_t bucket) {
+  std::optional<std::pair<HeldBoxes, HeldBoxes>> boxes;
+  return std::any_of(
+      group.slices.begin(), group.slices.end(), [&](const Slice &slice) {
+        return isLarge(plan, group, slice, bucket, boxes);
+      });
 }
 
 /// Replaces every remote slice of `group` larger than `bucket` by pieces that
@@ -196,18 +209,16 @@ static bool isLarge(const Plan &plan, const TransferGroup &group,
 /// size; returns the number of slices split.
 static int64_t splitLargeSlices(const Plan &plan, TransferGroup &group,
                                 int64_t bucket) {
-  auto large = [&](const Slice &slice) {
-    return isLarge(plan, group, slice, bucket);
-  };
   // Most plans have none; copying every slice to find that out is not free.
-  if (std::none_of(group.slices.begin(), group.slices.end(), large))
+  if (!hasLargeSlices(plan, group, bucket))
     return 0;
+  std::optional<std::pair<HeldBoxes, HeldBoxes>> boxes;
   std::vector<Slice> slices;
   slices.reserve(group.slices.size());
   int64_t split = 0;
   std::vector<Box> pieces;
   for (const Slice &slice : group.slices) {
-    if (!large(slice)) {
+    if (!isLarge(plan, group, slice, bucket, boxes)) {
       slices.push_back(slice);
       continue;
     }
@@ -356,11 +367,7 @@ std::vector<Message> plan::fusedMessages(const Plan &plan,
   int64_t bucket = bucketOf(options);
   bool splits = std::any_of(
       plan.groups.begin(), plan.groups.end(), [&](const TransferGroup &group) {
-        return std::any_of(
-            group.slices.begin(), group.slices.end(),
-            [&](const Slice &slice) {
-              return isLarge(plan, group, slice, bucket);
-            });
+        return hasLargeSlices(plan, group, bucket);
       });
   // Only splitting changes the plan, so only then is a copy needed.
   if (!splits)

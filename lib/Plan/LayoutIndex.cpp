@@ -7,20 +7,6 @@ using namespace m2n::plan;
 
 namespace {
 
-bool isValidLayout(const Plan &plan, const std::vector<int64_t> &shape,
-                   const PlanLayout &layout) {
-  if (layout.mesh < 0 ||
-      layout.mesh >= static_cast<int32_t>(plan.meshes.size()))
-    return false;
-  const Mesh &mesh = plan.meshes[layout.mesh];
-  return checkMesh(mesh.shape, mesh.ranks).empty() &&
-         checkTensorShape(shape).empty() &&
-         checkPlacements(layout.placements,
-                         static_cast<int64_t>(mesh.shape.size()),
-                         static_cast<int64_t>(shape.size()))
-             .empty();
-}
-
 /// The position of `value` in the ascending `values`, which holds it.
 int64_t positionOf(const std::vector<int64_t> &values, int64_t value) {
   return std::lower_bound(values.begin(), values.end(), value) - values.begin();

@@ -31,22 +31,6 @@ std::vector<int64_t> placementDims(const std::vector<Placement> &placements) {
   return dims;
 }
 
-/// Whether localBox may be asked about `layout`: only a plan read from
-/// malformed IR has an invalid one.
-bool isValidLayout(const Plan &plan, const TransferGroup &group,
-                   const PlanLayout &layout) {
-  if (layout.mesh < 0 ||
-      layout.mesh >= static_cast<int32_t>(plan.meshes.size()))
-    return false;
-  const Mesh &mesh = plan.meshes[layout.mesh];
-  return checkMesh(mesh.shape, mesh.ranks).empty() &&
-         checkTensorShape(group.shape).empty() &&
-         checkPlacements(layout.placements,
-                         static_cast<int64_t>(mesh.shape.size()),
-                         static_cast<int64_t>(group.shape.size()))
-             .empty();
-}
-
 } // namespace
 
 std::vector<int64_t> Plan::ranks() const {
@@ -169,24 +153,42 @@ int64_t RankIndex::find(int64_t rank) const {
   return it != sorted.end() && it->first == rank ? it->second : -1;
 }
 
+bool m2n::plan::isValidLayout(const Plan &plan,
+                             const std::vector<int64_t> &shape,
+                             const PlanLayout &layout) {
+  if (layout.mesh < 0 ||
+      layout.mesh >= static_cast<int32_t>(plan.meshes.size()))
+    return false;
+  const Mesh &mesh = plan.meshes[layout.mesh];
+  return checkMesh(mesh.shape, mesh.ranks).empty() &&
+         checkTensorShape(shape).empty() &&
+         checkPlacements(layout.placements,
+                         static_cast<int64_t>(mesh.shape.size()),
+                         static_cast<int64_t>(shape.size()))
+             .empty();
+}
+
 /// The ranks of the layout's mesh, or none for an invalid layout.
-static const std::vector<int64_t> &layoutRanks(const Plan &plan,
-                                               const TransferGroup &group,
+static const std::vector<int64_t> &layoutRanks(const Plan &plan, bool valid,
                                                const PlanLayout &layout) {
   static const std::vector<int64_t> none;
-  return isValidLayout(plan, group, layout) ? plan.meshes[layout.mesh].ranks
-                                            : none;
+  return valid ? plan.meshes[layout.mesh].ranks : none;
 }
 
 HeldBoxes::HeldBoxes(const Plan &plan, const TransferGroup &group,
                      const PlanLayout &layout)
-    : index(layoutRanks(plan, group, layout)) {
+    : HeldBoxes(plan, group, layout,
+                isValidLayout(plan, group.shape, layout)) {}
+
+HeldBoxes::HeldBoxes(const Plan &plan, const TransferGroup &group,
+                     const PlanLayout &layout, bool valid)
+    : index(layoutRanks(plan, valid, layout)) {
   // A rank-0 box always holds its one element, so "nothing" needs a
   // dimension to be empty in. (A shape of more dimensions than a box can
   // have is invalid, and so is its layout.)
   size_t emptyRank = std::clamp<size_t>(group.shape.size(), 1, kMaxTensorRank);
   nothing = Box{Dims(emptyRank, 0), Dims(emptyRank, 0)};
-  if (!isValidLayout(plan, group, layout))
+  if (!valid)
     return;
   const Mesh &mesh = plan.meshes[layout.mesh];
   boxes = localBoxes(group.shape, mesh, layout.placements);

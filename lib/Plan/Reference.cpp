@@ -81,20 +81,6 @@ std::string indexStr(const std::vector<int64_t> &index) {
   return result + "]";
 }
 
-bool validLayout(const Plan &plan, const TransferGroup &group,
-                 const PlanLayout &layout) {
-  if (layout.mesh < 0 ||
-      layout.mesh >= static_cast<int32_t>(plan.meshes.size()))
-    return false;
-  const Mesh &mesh = plan.meshes[layout.mesh];
-  return checkMesh(mesh.shape, mesh.ranks).empty() &&
-         checkTensorShape(group.shape).empty() &&
-         checkPlacements(layout.placements,
-                         static_cast<int64_t>(mesh.shape.size()),
-                         static_cast<int64_t>(group.shape.size()))
-             .empty();
-}
-
 class Executor {
 public:
   explicit Executor(const Plan &plan) : plan(plan) {}
@@ -131,8 +117,8 @@ std::string Executor::allocate() {
   destinations.resize(plan.tensors.size());
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     const TransferGroup &group = plan.groups[g];
-    if (!validLayout(plan, group, group.src) ||
-        !validLayout(plan, group, group.dst))
+    if (!isValidLayout(plan, group.shape, group.src) ||
+        !isValidLayout(plan, group.shape, group.dst))
       return "group " + std::to_string(g) + " has an invalid layout";
     int64_t elementBytes = group.elementBytes();
     Box tensorBox = fullBox(group.shape);

@@ -82,6 +82,31 @@ static llvm::Expected<std::vector<int64_t>> roundsOf(const Plan &plan) {
 }
 
 namespace {
+/// A message to sort by (first, sender, receiver), then by its parts.
+/// Sorting these rather than the messages keeps the comparisons within a
+/// small array: a plan has tens of thousands of messages.
+struct MessageKey {
+  int64_t first = 0;
+  int64_t sender = 0;
+  int64_t receiver = 0;
+  size_t index = 0;
+};
+
+/// Sorts `keys` of messages of `plan`; messages alike in all of that (only
+/// a hand-made plan has them) keep their order.
+void sortByKey(const Plan &plan, std::vector<MessageKey> &keys) {
+  llvm::sort(keys, [&](const MessageKey &a, const MessageKey &b) {
+    if (std::tie(a.first, a.sender, a.receiver) !=
+        std::tie(b.first, b.sender, b.receiver))
+      return std::tie(a.first, a.sender, a.receiver) <
+             std::tie(b.first, b.sender, b.receiver);
+    const Message &x = plan.messages[a.index], &y = plan.messages[b.index];
+    if (partsLess(x, y) || partsLess(y, x))
+      return partsLess(x, y);
+    return a.index < b.index;
+  });
+}
+
 /// The staging bytes each rank uses in each step of one round.
 class RoundSteps {
 public:
@@ -151,29 +176,31 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
   int64_t firstStep = 0;
   for (auto &[round, indices] : byRound) {
     // Largest first packs tightest; the rest only makes the order total.
-    llvm::sort(indices, [&](size_t a, size_t b) {
-      const Message &x = plan.messages[a], &y = plan.messages[b];
-      int64_t xBytes = stagingOf(x), yBytes = stagingOf(y);
-      if (xBytes != yBytes)
-        return xBytes > yBytes;
-      if (std::tie(x.sender, x.receiver) != std::tie(y.sender, y.receiver))
-        return std::tie(x.sender, x.receiver) < std::tie(y.sender, y.receiver);
-      return partsLess(x, y);
-    });
-    RoundSteps steps(budget);
+    std::vector<MessageKey> keys;
+    keys.reserve(indices.size());
     for (size_t i : indices)
-      plan.messages[i].step = firstStep + steps.place(plan.messages[i]);
+      keys.push_back({-stagingOf(plan.messages[i]), plan.messages[i].sender,
+                      plan.messages[i].receiver, i});
+    sortByKey(plan, keys);
+    RoundSteps steps(budget);
+    for (const MessageKey &key : keys)
+      plan.messages[key.index].step =
+          firstStep + steps.place(plan.messages[key.index]);
     firstStep += steps.steps();
     stats.stagingPeak = std::max(stats.stagingPeak, steps.peak());
   }
 
-  llvm::stable_sort(plan.messages, [](const Message &a, const Message &b) {
-    if (std::tie(a.step, a.sender, a.receiver) !=
-        std::tie(b.step, b.sender, b.receiver))
-      return std::tie(a.step, a.sender, a.receiver) <
-             std::tie(b.step, b.sender, b.receiver);
-    return partsLess(a, b);
-  });
+  std::vector<MessageKey> keys;
+  keys.reserve(plan.messages.size());
+  for (size_t i = 0; i < plan.messages.size(); ++i)
+    keys.push_back({plan.messages[i].step, plan.messages[i].sender,
+                    plan.messages[i].receiver, i});
+  sortByKey(plan, keys);
+  std::vector<Message> sorted;
+  sorted.reserve(plan.messages.size());
+  for (const MessageKey &key : keys)
+    sorted.push_back(std::move(plan.messages[key.index]));
+  plan.messages = std::move(sorted);
   plan.numSteps = firstStep;
   plan.stagingBudget = budget;
   stats.steps = firstStep;

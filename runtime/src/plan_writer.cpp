@@ -36,6 +36,14 @@ void put(std::vector<uint8_t> &file, uint64_t offset, const T &value) {
 
 } // namespace
 
+void PlanWriter::setWorldSize(uint32_t worldSize) {
+  worldSize_ = worldSize;
+  // A slot per rank, so that entryOf never moves the table under a thread
+  // that is writing another rank.
+  if (ranks_.size() < worldSize)
+    ranks_.resize(worldSize);
+}
+
 void PlanWriter::setSummary(uint64_t wireBytes, uint64_t localCopyBytes,
                             uint64_t messageCount, uint64_t predictedNs,
                             uint64_t lowerBoundNs) {

@@ -5,17 +5,13 @@
 
 #include "m2n/Dialect/M2N/IR/M2NDialect.h"
 #include "m2n/Dialect/M2N/IR/M2NOps.h"
-#include "m2n/Dialect/M2N/Transforms/Pipelines.h"
-#include "m2n/Dialect/M2N/Transforms/PlanIR.h"
-#include "m2n/Plan/CostModel.h"
-#include "m2n/Target/ExportPlan.h"
+#include "m2n/Compiler/CompileRefit.h"
 #include "m2n/Target/ImportSpec.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
-#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
@@ -74,20 +70,25 @@ namespace {
 /// Puts each pass of the pipeline on the progress line as it starts.
 class PassProgress : public mlir::PassInstrumentation {
 public:
-  PassProgress(ProgressLine &line, size_t passes)
-      : line_(line), passes_(passes) {}
+  PassProgress(ProgressLine &line, mlir::PassManager &pm) : line_(line) {
+    for (mlir::Pass &pass : pm.getPasses())
+      pipeline_.insert(&pass);
+  }
 
   void runBeforePass(mlir::Pass *pass, mlir::Operation *) override {
+    // What the compile adds after the pipeline shows as its own phase.
+    if (!pipeline_.contains(pass))
+      return;
     llvm::StringRef name = pass->getArgument();
     if (name.empty())
       name = pass->getName();
     line_.begin(llvm::formatv("m2n compile: pass {0}/{1} {2}", ++started_,
-                              passes_, name));
+                              pipeline_.size(), name));
   }
 
 private:
   ProgressLine &line_;
-  size_t passes_;
+  llvm::SmallPtrSet<mlir::Pass *, 8> pipeline_;
   size_t started_ = 0;
 };
 
@@ -133,27 +134,21 @@ int compile(const CompileOptions &options) {
   progress.begin("m2n compile: importing the spec");
   mlir::OwningOpRef<mlir::ModuleOp> module =
       importRefitSpec(*spec, options.specPath, &context);
-  mlir::PassManager pm(&context);
-  // The IR is verified once, after the pipeline, rather than after every
-  // pass: at a real model's scale that is a tenth of the compile time, and
-  // the pipeline ends with m2n-verify, which checks the plan itself.
-  pm.enableVerifier(false);
   CompilePipelineOptions pipeline;
   setPipelineOptions(options, pipeline);
-  buildCompilePipeline(pm, pipeline);
-  if (progress.enabled())
-    pm.addInstrumentation(std::make_unique<PassProgress>(progress, pm.size()));
-  if (mlir::failed(pm.run(*module)) || mlir::failed(mlir::verify(*module)))
+  CompileHooks hooks;
+  hooks.configure = [&](mlir::PassManager &pm) {
+    if (progress.enabled())
+      pm.addInstrumentation(std::make_unique<PassProgress>(progress, pm));
+  };
+  hooks.exporting = [&] {
+    progress.begin("m2n compile: verifying and exporting the plan");
+  };
+  mlir::FailureOr<CompiledRefit> compiled =
+      compileRefit(*module, pipeline, hooks);
+  if (mlir::failed(compiled))
     return 1;
-
-  progress.begin("m2n compile: exporting the plan");
-  RefitOp refit = *module->getOps<RefitOp>().begin();
-  mlir::FailureOr<plan::Plan> plan = readPlan(refit);
-  mlir::FailureOr<plan::CostModel> model =
-      loadCostModel(*module, options.topologyPath);
-  if (mlir::failed(plan) || mlir::failed(model))
-    return 1;
-  std::vector<uint8_t> bytes = exportPlan(*plan, model->cost(*plan));
+  const std::vector<uint8_t> &bytes = compiled->bytes;
   std::string ir = options.irPath.empty() ? "" : printed(*module);
   // A failed write prints its error on a clean line.
   progress.finish();

@@ -382,6 +382,20 @@ TEST(CheckMeshTest, NegativeRank) {
 TEST(CheckMeshTest, DuplicateRank) {
   EXPECT_EQ(checkMesh({6}, {0, 1, 5, 3, 4, 5}),
             "rank 5 appears twice (indices 2 and 5)");
+  // Sorted ranks take another path than unsorted ones.
+  EXPECT_EQ(checkMesh({4}, {0, 1, 1, 2}),
+            "rank 1 appears twice (indices 1 and 2)");
+}
+
+TEST(CheckMeshTest, FirstProblemByIndex) {
+  // The problem at the lowest index is the one reported: the earliest
+  // repeat, named with the first index of its rank...
+  EXPECT_EQ(checkMesh({6}, {7, 3, 9, 3, 7, 7}),
+            "rank 3 appears twice (indices 1 and 3)");
+  // ...unless a negative rank comes before it.
+  EXPECT_EQ(checkMesh({4}, {2, -1, 2, -1}), "rank -1 at index 1 is negative");
+  EXPECT_EQ(checkMesh({4}, {2, 2, -1, 3}),
+            "rank 2 appears twice (indices 0 and 1)");
 }
 
 TEST(CheckTensorShapeTest, Valid) {

@@ -145,6 +145,11 @@ inline int64_t sliceBytes(const TransferGroup &group, const Slice &slice) {
 bool sliceLess(const Slice &a, const Slice &b);
 void sortSlices(std::vector<Slice> &slices);
 
+/// Whether localBox may be asked about `layout` of a tensor of `shape`:
+/// only a plan read from malformed IR has an invalid one.
+bool isValidLayout(const Plan &plan, const std::vector<int64_t> &shape,
+                   const PlanLayout &layout);
+
 /// The box that `rank` holds of a group's tensors in the source or
 /// destination layout; an empty box when the rank is not on that mesh (for a
 /// rank-0 tensor, whose boxes have no dimension to be empty in, the rank-1
@@ -184,6 +189,9 @@ public:
   const Box &of(int64_t rank) const;
 
 private:
+  HeldBoxes(const Plan &plan, const TransferGroup &group,
+            const PlanLayout &layout, bool valid);
+
   /// What a rank off the mesh, or any rank of an invalid layout, holds.
   Box nothing;
   /// The box of each rank of the mesh, in mesh order; none for an invalid

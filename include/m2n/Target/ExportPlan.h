@@ -17,9 +17,11 @@ namespace m2n {
 /// empty shards included; its instructions are its local copies, then per
 /// step its packs, its sends and receives in the plan's message order (the
 /// same on both ends of every message), and its unpacks. `cost` fills the
-/// header's summary.
+/// header's summary. The ranks' streams are emitted by `threads` threads;
+/// the bytes are the same for any number.
 std::vector<uint8_t> exportPlan(const plan::Plan &plan,
-                                const plan::PlanCost &cost);
+                                const plan::PlanCost &cost,
+                                unsigned threads = 1);
 
 /// Registers `--m2n-to-plan` with mlir-translate style drivers: a module
 /// holding one compiled `m2n.refit` becomes its plan file.

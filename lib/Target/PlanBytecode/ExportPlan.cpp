@@ -9,7 +9,10 @@
 #include "m2n/plan_writer.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <thread>
 
 using namespace mlir;
 
@@ -28,6 +31,8 @@ static_assert(static_cast<int>(DType::BOOL) == M2N_DTYPE_BOOL &&
               "DType and m2n_dtype_t must number the dtypes alike");
 
 /// Builds the file: bindings first, then each rank's instruction stream.
+/// The streams of different ranks are independent, so they are emitted by
+/// chunks of ranks, which threads take in turn.
 class Exporter {
 public:
   Exporter(const Plan &plan) : plan(plan) {
@@ -38,19 +43,14 @@ public:
       held.push_back({plan::HeldBoxes(plan, group, group.src),
                       plan::HeldBoxes(plan, group, group.dst)});
     messagesOfStep.resize(std::max<int64_t>(plan.numSteps, 0));
-    size_t worldSize = static_cast<size_t>(plan.worldSize());
-    traffics.assign(worldSize, {0, 0});
-    stagingBytes.assign(worldSize, 0);
-    sendEnd.assign(worldSize, 0);
-    receiveEnd.assign(worldSize, 0);
-    inStep.assign(worldSize, false);
     for (const Message &message : plan.messages)
       if (message.step >= 0 && message.step < plan.numSteps)
         messagesOfStep[message.step].push_back(&message);
   }
 
-  std::vector<uint8_t> run(const plan::PlanCost &cost) {
-    writer.setWorldSize(static_cast<uint32_t>(plan.worldSize()));
+  std::vector<uint8_t> run(const plan::PlanCost &cost, unsigned threads) {
+    uint32_t worldSize = static_cast<uint32_t>(plan.worldSize());
+    writer.setWorldSize(worldSize);
     writer.setStepCount(static_cast<uint32_t>(plan.numSteps));
     writer.setStagingBudget(plan.stagingBudget);
     writer.setSummary(cost.wireBytes, cost.localCopyBytes, cost.messages,
@@ -62,15 +62,21 @@ public:
                        group.shape);
     }
     addBindings();
-    emitLocalCopies();
-    for (int64_t step = 0; step < plan.numSteps; ++step)
-      emitStep(step);
-    for (size_t rank = 0; rank < traffics.size(); ++rank)
-      if (traffics[rank].first || traffics[rank].second)
-        writer.setTraffic(rank, traffics[rank].first, traffics[rank].second);
-    for (size_t rank = 0; rank < stagingBytes.size(); ++rank)
-      if (stagingBytes[rank])
-        writer.setStagingBytes(rank, stagingBytes[rank]);
+    // Enough chunks that a thread that started late still gets a share;
+    // each chunk reads every message once.
+    uint32_t chunkSize = std::max<uint32_t>(1, (worldSize + 15) / 16);
+    std::atomic<uint32_t> next{0};
+    auto work = [&] {
+      RankEmitter emitter(*this);
+      for (uint32_t begin; (begin = next.fetch_add(chunkSize)) < worldSize;)
+        emitter.emitRanks(begin, std::min(worldSize, begin + chunkSize));
+    };
+    std::vector<std::thread> helpers;
+    for (unsigned i = 1; i < threads; ++i)
+      helpers.emplace_back(work);
+    work();
+    for (std::thread &helper : helpers)
+      helper.join();
     return writer.finish();
   }
 
@@ -127,203 +133,268 @@ private:
            memberIndex[tensor];
   }
 
-  /// The walk of `slice` from one buffer to another, both given as boxes,
-  /// in a record that is reused: a plan has one per message part, and
-  /// fresh vectors for each would cost more than the walk.
-  PlanRuns &runs(const Slice &slice, const Box &from, const Box &to,
-                 int64_t elementBytes) {
-    auto [fromRuns, toRuns] =
-        plan::stridedRunsPair(slice.box, from, to, elementBytes);
-    PlanRuns &result = walkRecord;
-    result.fromBinding = result.toBinding = 0;
-    result.members = 1;
-    result.fromOffset = fromRuns.offset;
-    result.toOffset = toRuns.offset;
-    result.runBytes = fromRuns.runBytes;
-    result.count.assign(fromRuns.count.begin(), fromRuns.count.end());
-    result.fromStride.assign(fromRuns.stride.begin(), fromRuns.stride.end());
-    result.toStride.assign(toRuns.stride.begin(), toRuns.stride.end());
-    return result;
-  }
-
-  /// One record copies a local slice of every member.
-  void emitLocalCopies() {
-    for (const TransferGroup &group : plan.groups)
-      for (const Slice &slice : group.slices) {
-        if (!slice.isLocalCopy() || slice.box.empty())
-          continue;
-        int32_t first = group.members.front();
-        uint32_t rank = static_cast<uint32_t>(slice.sender);
-        PlanRuns &copy = runs(slice, shardBox(first, rank, M2N_ROLE_SOURCE),
-                              shardBox(first, rank, M2N_ROLE_DESTINATION),
-                              group.elementBytes());
-        copy.fromBinding = binding(rank, first, M2N_ROLE_SOURCE);
-        copy.toBinding = binding(rank, first, M2N_ROLE_DESTINATION);
-        copy.members = static_cast<uint32_t>(group.members.size());
-        writer.copy(rank, copy);
-      }
-  }
-
-  /// Calls `fn(group, slice, first, members)` for every part of `message`,
-  /// in packing order: `members` tensors of the group from tensor `first`
-  /// on, whose bindings are consecutive.
-  template <typename Fn> void forEachPart(const Message &message, Fn fn) const {
-    for (const MessagePart &part : message.parts) {
-      const TransferGroup &group = plan.groups[part.group];
-      fn(group, group.slices[part.slice], group.members[part.memberBegin],
-         static_cast<uint32_t>(part.memberEnd - part.memberBegin));
-    }
-  }
-
   /// The sender's buffer that a slice is read from.
-  m2n_role_t readRole(const Slice &slice) const {
+  static m2n_role_t readRole(const Slice &slice) {
     return slice.origin == Origin::Source ? M2N_ROLE_SOURCE
                                           : M2N_ROLE_DESTINATION;
   }
 
-  /// Gathers a packed message into the sender's staging buffer.
-  void emitPack(const Message &message, uint64_t staging) {
-    uint32_t rank = static_cast<uint32_t>(message.sender);
-    forEachPart(message, [&](const TransferGroup &group, const Slice &slice,
-                             int32_t first, uint32_t members) {
-      PlanRuns &pack = runs(slice, shardBox(first, rank, readRole(slice)),
-                            slice.box, group.elementBytes());
-      pack.fromBinding = binding(rank, first, readRole(slice));
-      pack.toOffset += staging;
-      pack.members = members;
-      writer.pack(rank, pack);
-      staging += plan::sliceBytes(group, slice) * members;
-    });
-  }
+  /// Emits the instruction streams of a range of ranks: every record whose
+  /// rank is in the range, in the order the format asks. What it keeps per
+  /// rank is its own, so emitters of other ranges may run beside it.
+  class RankEmitter {
+  public:
+    explicit RankEmitter(Exporter &exporter)
+        : exporter(exporter), plan(exporter.plan), writer(exporter.writer) {
+      size_t worldSize = static_cast<size_t>(plan.worldSize());
+      sendEnd.assign(worldSize, 0);
+      receiveEnd.assign(worldSize, 0);
+      inStep.assign(worldSize, 0);
+    }
 
-  /// Scatters a packed message from the receiver's staging buffer.
-  void emitUnpack(const Message &message, uint64_t staging) {
-    uint32_t rank = static_cast<uint32_t>(message.receiver);
-    forEachPart(message, [&](const TransferGroup &group, const Slice &slice,
-                             int32_t first, uint32_t members) {
-      PlanRuns &unpack =
-          runs(slice, slice.box, shardBox(first, rank, M2N_ROLE_DESTINATION),
-               group.elementBytes());
-      unpack.toBinding = binding(rank, first, M2N_ROLE_DESTINATION);
-      unpack.fromOffset += staging;
-      unpack.members = members;
-      writer.unpack(rank, unpack);
-      staging += plan::sliceBytes(group, slice) * members;
-    });
-  }
+    void emitRanks(uint32_t begin, uint32_t end) {
+      lo = begin;
+      hi = end;
+      size_t count = end - begin;
+      traffics.assign(count, {0, 0});
+      stagingBytes.assign(count, 0);
+      emitLocalCopies();
+      for (int64_t step = 0; step < plan.numSteps; ++step)
+        emitStep(step);
+      for (uint32_t rank = lo; rank < hi; ++rank) {
+        const std::pair<uint64_t, uint64_t> &traffic = traffics[rank - lo];
+        if (traffic.first || traffic.second)
+          writer.setTraffic(rank, traffic.first, traffic.second);
+        if (stagingBytes[rank - lo])
+          writer.setStagingBytes(rank, stagingBytes[rank - lo]);
+      }
+    }
 
-  /// A zero-copy message's one member slice: the binding it lives in on
-  /// each side and its byte offset there.
-  struct Direct {
-    uint32_t fromBinding, toBinding;
-    uint64_t fromOffset, toOffset;
-  };
-  Direct direct(const Message &message) {
-    const MessagePart &part = message.parts.front();
-    const TransferGroup &group = plan.groups[part.group];
-    const Slice &slice = group.slices[part.slice];
-    int32_t member = group.members[part.memberBegin];
-    const PlanRuns &walk =
-        runs(slice, shardBox(member, message.sender, readRole(slice)),
-             shardBox(member, message.receiver, M2N_ROLE_DESTINATION),
-             group.elementBytes());
-    return {binding(message.sender, member, readRole(slice)),
-            binding(message.receiver, member, M2N_ROLE_DESTINATION),
-            walk.fromOffset, walk.toOffset};
-  }
+  private:
+    bool owns(int64_t rank) const { return rank >= lo && rank < hi; }
 
-  /// One step: each rank's sends take staging from offset 0 up, its
-  /// receives after them; messages keep the plan's order on every rank.
-  void emitStep(int64_t step) {
-    const std::vector<const Message *> &messages = messagesOfStep[step];
-    if (messages.empty())
-      return;
-    // The step's ranks, in order of first appearance.
-    std::vector<uint32_t> ranks;
-    auto begin = [&](uint32_t rank) {
-      if (inStep[rank])
-        return;
-      inStep[rank] = true;
-      ranks.push_back(rank);
-      writer.step(rank, static_cast<uint32_t>(step));
+    /// The walk of `slice` from one buffer to another, both given as boxes,
+    /// in a record that is reused: a plan has one per message part, and
+    /// fresh vectors for each would cost more than the walk.
+    PlanRuns &runs(const Slice &slice, const Box &from, const Box &to,
+                   int64_t elementBytes) {
+      auto [fromRuns, toRuns] =
+          plan::stridedRunsPair(slice.box, from, to, elementBytes);
+      PlanRuns &result = walkRecord;
+      result.fromBinding = result.toBinding = 0;
+      result.members = 1;
+      result.fromOffset = fromRuns.offset;
+      result.toOffset = toRuns.offset;
+      result.runBytes = fromRuns.runBytes;
+      result.count.assign(fromRuns.count.begin(), fromRuns.count.end());
+      result.fromStride.assign(fromRuns.stride.begin(), fromRuns.stride.end());
+      result.toStride.assign(toRuns.stride.begin(), toRuns.stride.end());
+      return result;
+    }
+
+    /// One record copies a local slice of every member.
+    void emitLocalCopies() {
+      for (const TransferGroup &group : plan.groups)
+        for (const Slice &slice : group.slices) {
+          if (!slice.isLocalCopy() || slice.box.empty() ||
+              !owns(slice.sender))
+            continue;
+          int32_t first = group.members.front();
+          uint32_t rank = static_cast<uint32_t>(slice.sender);
+          PlanRuns &copy =
+              runs(slice, exporter.shardBox(first, rank, M2N_ROLE_SOURCE),
+                   exporter.shardBox(first, rank, M2N_ROLE_DESTINATION),
+                   group.elementBytes());
+          copy.fromBinding = exporter.binding(rank, first, M2N_ROLE_SOURCE);
+          copy.toBinding = exporter.binding(rank, first, M2N_ROLE_DESTINATION);
+          copy.members = static_cast<uint32_t>(group.members.size());
+          writer.copy(rank, copy);
+        }
+    }
+
+    /// Calls `fn(group, slice, first, members)` for every part of
+    /// `message`, in packing order: `members` tensors of the group from
+    /// tensor `first` on, whose bindings are consecutive.
+    template <typename Fn>
+    void forEachPart(const Message &message, Fn fn) const {
+      for (const MessagePart &part : message.parts) {
+        const TransferGroup &group = plan.groups[part.group];
+        fn(group, group.slices[part.slice], group.members[part.memberBegin],
+           static_cast<uint32_t>(part.memberEnd - part.memberBegin));
+      }
+    }
+
+    /// Gathers a packed message into the sender's staging buffer.
+    void emitPack(const Message &message, uint64_t staging) {
+      uint32_t rank = static_cast<uint32_t>(message.sender);
+      forEachPart(message, [&](const TransferGroup &group, const Slice &slice,
+                               int32_t first, uint32_t members) {
+        PlanRuns &pack =
+            runs(slice, exporter.shardBox(first, rank, readRole(slice)),
+                 slice.box, group.elementBytes());
+        pack.fromBinding = exporter.binding(rank, first, readRole(slice));
+        pack.toOffset += staging;
+        pack.members = members;
+        writer.pack(rank, pack);
+        staging += plan::sliceBytes(group, slice) * members;
+      });
+    }
+
+    /// Scatters a packed message from the receiver's staging buffer.
+    void emitUnpack(const Message &message, uint64_t staging) {
+      uint32_t rank = static_cast<uint32_t>(message.receiver);
+      forEachPart(message, [&](const TransferGroup &group, const Slice &slice,
+                               int32_t first, uint32_t members) {
+        PlanRuns &unpack = runs(
+            slice, slice.box,
+            exporter.shardBox(first, rank, M2N_ROLE_DESTINATION),
+            group.elementBytes());
+        unpack.toBinding = exporter.binding(rank, first, M2N_ROLE_DESTINATION);
+        unpack.fromOffset += staging;
+        unpack.members = members;
+        writer.unpack(rank, unpack);
+        staging += plan::sliceBytes(group, slice) * members;
+      });
+    }
+
+    /// A zero-copy message's one member slice: the binding it lives in on
+    /// each side and its byte offset there.
+    struct Direct {
+      uint32_t fromBinding, toBinding;
+      uint64_t fromOffset, toOffset;
     };
-    for (const Message *message : messages) {
-      begin(static_cast<uint32_t>(message->sender));
-      begin(static_cast<uint32_t>(message->receiver));
+    Direct direct(const Message &message) {
+      const MessagePart &part = message.parts.front();
+      const TransferGroup &group = plan.groups[part.group];
+      const Slice &slice = group.slices[part.slice];
+      int32_t member = group.members[part.memberBegin];
+      const PlanRuns &walk = runs(
+          slice, exporter.shardBox(member, message.sender, readRole(slice)),
+          exporter.shardBox(member, message.receiver, M2N_ROLE_DESTINATION),
+          group.elementBytes());
+      return {exporter.binding(message.sender, member, readRole(slice)),
+              exporter.binding(message.receiver, member, M2N_ROLE_DESTINATION),
+              walk.fromOffset, walk.toOffset};
     }
-    std::vector<std::pair<uint64_t, uint64_t>> offsets(messages.size());
-    for (size_t i = 0; i < messages.size(); ++i) {
-      if (messages[i]->zeroCopy)
-        continue;
-      uint64_t &send = sendEnd[messages[i]->sender];
-      offsets[i].first = send;
-      send += messages[i]->bytes;
-    }
-    for (size_t i = 0; i < messages.size(); ++i) {
-      if (messages[i]->zeroCopy)
-        continue;
-      uint64_t &receive = receiveEnd[messages[i]->receiver];
-      offsets[i].second = sendEnd[messages[i]->receiver] + receive;
-      receive += messages[i]->bytes;
-    }
-    for (size_t i = 0; i < messages.size(); ++i)
-      if (!messages[i]->zeroCopy)
-        emitPack(*messages[i], offsets[i].first);
-    for (size_t i = 0; i < messages.size(); ++i)
-      emitTransfer(*messages[i], offsets[i]);
-    for (size_t i = 0; i < messages.size(); ++i)
-      if (!messages[i]->zeroCopy)
-        emitUnpack(*messages[i], offsets[i].second);
-    for (uint32_t rank : ranks) {
-      stagingBytes[rank] =
-          std::max(stagingBytes[rank], sendEnd[rank] + receiveEnd[rank]);
-      sendEnd[rank] = receiveEnd[rank] = 0;
-      inStep[rank] = false;
-    }
-  }
 
-  void emitTransfer(const Message &message,
-                    std::pair<uint64_t, uint64_t> staging) {
-    uint32_t sender = static_cast<uint32_t>(message.sender);
-    uint32_t receiver = static_cast<uint32_t>(message.receiver);
-    uint64_t bytes = static_cast<uint64_t>(message.bytes);
-    traffics[sender].first += bytes;
-    traffics[receiver].second += bytes;
-    if (!message.zeroCopy) {
-      writer.send(sender, receiver, staging.first, bytes);
-      writer.recv(receiver, sender, staging.second, bytes);
-      return;
+    /// One step: each rank's sends take staging from offset 0 up, its
+    /// receives after them; messages keep the plan's order on every rank.
+    void emitStep(int64_t step) {
+      const std::vector<const Message *> &messages =
+          exporter.messagesOfStep[step];
+      if (messages.empty())
+        return;
+      // The step's ranks, in order of first appearance.
+      std::vector<uint32_t> &ranks = stepRanks;
+      ranks.clear();
+      auto begin = [&](int64_t rank) {
+        if (!owns(rank) || inStep[rank])
+          return;
+        inStep[rank] = 1;
+        ranks.push_back(static_cast<uint32_t>(rank));
+        writer.step(static_cast<uint32_t>(rank), static_cast<uint32_t>(step));
+      };
+      for (const Message *message : messages) {
+        begin(message->sender);
+        begin(message->receiver);
+      }
+      if (ranks.empty())
+        return;
+      // Staging offsets: a receiver's come after all its sends.
+      offsets.assign(messages.size(), {0, 0});
+      for (size_t i = 0; i < messages.size(); ++i) {
+        if (messages[i]->zeroCopy || !owns(messages[i]->sender))
+          continue;
+        uint64_t &send = sendEnd[messages[i]->sender];
+        offsets[i].first = send;
+        send += messages[i]->bytes;
+      }
+      for (size_t i = 0; i < messages.size(); ++i) {
+        if (messages[i]->zeroCopy || !owns(messages[i]->receiver))
+          continue;
+        uint64_t &receive = receiveEnd[messages[i]->receiver];
+        offsets[i].second = sendEnd[messages[i]->receiver] + receive;
+        receive += messages[i]->bytes;
+      }
+      for (size_t i = 0; i < messages.size(); ++i)
+        if (!messages[i]->zeroCopy && owns(messages[i]->sender))
+          emitPack(*messages[i], offsets[i].first);
+      for (size_t i = 0; i < messages.size(); ++i)
+        emitTransfer(*messages[i], offsets[i]);
+      for (size_t i = 0; i < messages.size(); ++i)
+        if (!messages[i]->zeroCopy && owns(messages[i]->receiver))
+          emitUnpack(*messages[i], offsets[i].second);
+      for (uint32_t rank : ranks) {
+        uint64_t &peak = stagingBytes[rank - lo];
+        peak = std::max(peak, sendEnd[rank] + receiveEnd[rank]);
+        sendEnd[rank] = receiveEnd[rank] = 0;
+        inStep[rank] = 0;
+      }
     }
-    Direct where = direct(message);
-    writer.sendDirect(sender, receiver, where.fromBinding, where.fromOffset,
-                      bytes);
-    writer.recvDirect(receiver, sender, where.toBinding, where.toOffset, bytes);
-  }
+
+    void emitTransfer(const Message &message,
+                      std::pair<uint64_t, uint64_t> staging) {
+      uint32_t sender = static_cast<uint32_t>(message.sender);
+      uint32_t receiver = static_cast<uint32_t>(message.receiver);
+      uint64_t bytes = static_cast<uint64_t>(message.bytes);
+      bool sends = owns(sender), receives = owns(receiver);
+      if (!sends && !receives)
+        return;
+      if (sends)
+        traffics[sender - lo].first += bytes;
+      if (receives)
+        traffics[receiver - lo].second += bytes;
+      if (!message.zeroCopy) {
+        if (sends)
+          writer.send(sender, receiver, staging.first, bytes);
+        if (receives)
+          writer.recv(receiver, sender, staging.second, bytes);
+        return;
+      }
+      Direct where = direct(message);
+      if (sends)
+        writer.sendDirect(sender, receiver, where.fromBinding,
+                          where.fromOffset, bytes);
+      if (receives)
+        writer.recvDirect(receiver, sender, where.toBinding, where.toOffset,
+                          bytes);
+    }
+
+    Exporter &exporter;
+    const Plan &plan;
+    PlanWriter &writer;
+    /// The ranks [lo, hi) being emitted.
+    uint32_t lo = 0, hi = 0;
+    PlanRuns walkRecord;
+    /// Per rank of the range: bytes sent and received, and the staging
+    /// peak.
+    std::vector<std::pair<uint64_t, uint64_t>> traffics;
+    std::vector<uint64_t> stagingBytes;
+    /// Per rank, within the step being emitted: the end of its sends' and
+    /// of its receives' staging, and whether it has begun the step.
+    std::vector<uint64_t> sendEnd, receiveEnd;
+    std::vector<uint8_t> inStep;
+    /// The step's ranks and each message's staging offsets, reused.
+    std::vector<uint32_t> stepRanks;
+    std::vector<std::pair<uint64_t, uint64_t>> offsets;
+  };
 
   const Plan &plan;
   std::vector<std::pair<plan::HeldBoxes, plan::HeldBoxes>> held;
   std::vector<std::vector<const Message *>> messagesOfStep;
   PlanWriter writer;
-  PlanRuns walkRecord;
   /// Per group and role (source, destination), per rank: the index of the
   /// rank's binding of the group's first member.
   std::vector<std::array<std::vector<uint32_t>, 2>> firstBinding;
   /// Per tensor: its index among its group's members.
   std::vector<uint32_t> memberIndex;
-  /// Per rank: bytes sent and received, and the staging peak.
-  std::vector<std::pair<uint64_t, uint64_t>> traffics;
-  std::vector<uint64_t> stagingBytes;
-  /// Per rank, within the step being emitted: the end of its sends' and of
-  /// its receives' staging.
-  std::vector<uint64_t> sendEnd, receiveEnd;
-  std::vector<bool> inStep;
 };
 
 } // namespace
 
 std::vector<uint8_t> exportPlan(const plan::Plan &plan,
-                                const plan::PlanCost &cost) {
-  return Exporter(plan).run(cost);
+                                const plan::PlanCost &cost, unsigned threads) {
+  return Exporter(plan).run(cost, std::max(threads, 1u));
 }
 
 /// Reads the one compiled refit of `module` and checks it is ready to run.

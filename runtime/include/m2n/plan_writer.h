@@ -56,7 +56,10 @@ struct PlanRuns {
 
 class PlanWriter {
 public:
-  void setWorldSize(uint32_t worldSize) { worldSize_ = worldSize; }
+  /// Calls about different ranks below the world size (instructions,
+  /// setStagingBytes, setTraffic) may come from different threads once it
+  /// is set; everything else from one thread at a time.
+  void setWorldSize(uint32_t worldSize);
   void setStepCount(uint32_t stepCount) { stepCount_ = stepCount; }
   void setStagingBudget(uint64_t bytes) { stagingBudget_ = bytes; }
   void setSummary(uint64_t wireBytes, uint64_t localCopyBytes,

@@ -29,7 +29,8 @@ void buildCompilePipeline(mlir::OpPassManager &pm,
   schedule.topology = options.topology;
   schedule.report = options.report;
   pm.addPass(createSchedulePass(schedule));
-  pm.addPass(createVerifyPass());
+  if (options.verify)
+    pm.addPass(createVerifyPass());
 }
 
 void registerPassesAndPipelines() {

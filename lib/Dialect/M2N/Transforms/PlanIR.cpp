@@ -19,6 +19,16 @@ InFlightDiagnostic emitRefitError(RefitOp refit) {
   return mlir::emitError(refit.getLoc());
 }
 
+void emitUnsoundPlan(RefitOp refit, ArrayRef<std::string> problems) {
+  // A plan that fails here came out of the compiler's own passes (or was
+  // edited by hand): it must never reach a runtime.
+  InFlightDiagnostic diag = emitRefitError(refit)
+                            << "the plan of refit @" << refit.getSymName()
+                            << " is unsound: " << problems.front();
+  for (const std::string &problem : problems.drop_front())
+    diag.attachNote() << problem;
+}
+
 static spec::LayoutSpec readLayout(LayoutAttr layout) {
   return {layout.getMesh().getValue().str(), layout.getPlacementList()};
 }

@@ -21,13 +21,7 @@ struct VerifyPass : impl::VerifyPassBase<VerifyPass> {
       std::vector<std::string> problems = plan::verifyPlan(**plan);
       if (problems.empty())
         continue;
-      // A plan that fails here came out of the compiler's own passes (or was
-      // edited by hand): it must never reach a runtime.
-      mlir::InFlightDiagnostic diag =
-          emitRefitError(refit) << "the plan of refit @" << refit.getSymName()
-                                << " is unsound: " << problems.front();
-      for (const std::string &problem : llvm::drop_begin(problems))
-        diag.attachNote() << problem;
+      emitUnsoundPlan(refit, problems);
       signalPassFailure();
     }
   }

@@ -39,9 +39,15 @@ struct CompilePipelineOptions
       *this, "balance-split",
       llvm::cl::desc("Split regions among their holders when that helps"),
       llvm::cl::init(true)};
+
+  /// Whether the pipeline ends with m2n-verify. Not an option of the named
+  /// pipeline: only a caller that checks the plan itself turns it off
+  /// (compileRefit, which checks it while exporting it).
+  bool verify = true;
 };
 
-/// decompose, balance, relay, coalesce, fuse, schedule, verify.
+/// decompose, balance, relay, coalesce, fuse, schedule, verify (relay and
+/// verify as the options say).
 void buildCompilePipeline(mlir::OpPassManager &pm,
                           const CompilePipelineOptions &options);
 

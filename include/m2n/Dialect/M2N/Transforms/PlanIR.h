@@ -27,6 +27,10 @@ namespace m2n {
 /// print the op, which for a real model is megabytes of IR.
 mlir::InFlightDiagnostic emitRefitError(RefitOp refit);
 
+/// Reports the problems verifyPlan found in the plan of `refit`: the first
+/// as an error, the others as its notes.
+void emitUnsoundPlan(RefitOp refit, llvm::ArrayRef<std::string> problems);
+
 /// The refit's reshards as a spec, for planFromSpec. Fails, with a
 /// diagnostic, on IR that has already been decomposed.
 mlir::FailureOr<spec::RefitSpec> readSpec(RefitOp refit);

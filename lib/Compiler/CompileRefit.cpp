@@ -1,0 +1,106 @@
+//===- CompileRefit.cpp - A refit's IR to its plan file -------------------===//
+
+#include "m2n/Compiler/CompileRefit.h"
+
+#include "m2n/Dialect/M2N/IR/M2NOps.h"
+#include "m2n/Dialect/M2N/Transforms/PlanIR.h"
+#include "m2n/Plan/Verify.h"
+#include "m2n/Target/ExportPlan.h"
+
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/Pass.h"
+
+#include <algorithm>
+#include <string>
+#include <thread>
+
+using namespace mlir;
+
+namespace m2n {
+namespace {
+
+/// Moves the plan that the pipeline leaves in its cache out to the caller,
+/// so that it is not read back from IR. It preserves nothing: the cache no
+/// longer holds the plan.
+class TakePlanPass : public PassWrapper<TakePlanPass, OperationPass<ModuleOp>> {
+public:
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TakePlanPass)
+
+  TakePlanPass(RefitOp refit, plan::Plan &out) : refit(refit), out(out) {}
+  StringRef getArgument() const override { return "m2n-take-plan"; }
+
+  void runOnOperation() override {
+    FailureOr<plan::Plan *> plan = getAnalysis<PlanCache>().get(refit);
+    if (failed(plan))
+      return signalPassFailure();
+    out = std::move(**plan);
+  }
+
+private:
+  RefitOp refit;
+  plan::Plan &out;
+};
+
+/// What the second thread finds: the IR verifier's verdict and the plan's
+/// problems.
+struct Verdict {
+  bool irValid = false;
+  std::vector<std::string> problems;
+};
+
+} // namespace
+
+FailureOr<CompiledRefit> compileRefit(ModuleOp module,
+                                      const CompilePipelineOptions &options,
+                                      const CompileHooks &hooks) {
+  auto refits = module.getOps<RefitOp>();
+  if (refits.empty() || std::next(refits.begin()) != refits.end())
+    return emitError(module.getLoc()) << "expected exactly one 'm2n.refit'";
+  RefitOp refit = *refits.begin();
+
+  CompiledRefit result;
+  {
+    // Scoped, so that the pass manager's timing report, when asked for,
+    // covers the pipeline alone.
+    PassManager pm(module.getContext());
+    // The IR is verified once, below, rather than after every pass: at a
+    // real model's scale that is a tenth of the compile time.
+    pm.enableVerifier(false);
+    CompilePipelineOptions pipeline;
+    pipeline.copyOptionValuesFrom(options);
+    pipeline.verify = false;
+    buildCompilePipeline(pm, pipeline);
+    if (hooks.configure)
+      hooks.configure(pm);
+    pm.addPass(std::make_unique<TakePlanPass>(refit, result.plan));
+    if (failed(pm.run(module)))
+      return failure();
+  }
+
+  // The passes that use the cost model have read the topology already.
+  FailureOr<plan::CostModel> model = loadCostModel(module, options.topology);
+  if (failed(model))
+    return failure();
+  if (hooks.exporting)
+    hooks.exporting();
+  Verdict verdict;
+  std::thread checker([&] {
+    verdict.irValid = succeeded(verify(module));
+    verdict.problems = plan::verifyPlan(result.plan);
+  });
+  result.cost = model->cost(result.plan);
+  // An exporting thread per core, beside the checker: the exporters take
+  // chunks of ranks in turn, so the core the checker leaves is used too.
+  result.bytes = exportPlan(result.plan, result.cost,
+                            std::max(1u, std::thread::hardware_concurrency()));
+  checker.join();
+  if (!verdict.irValid)
+    return failure();
+  if (!verdict.problems.empty()) {
+    emitUnsoundPlan(refit, verdict.problems);
+    return failure();
+  }
+  return result;
+}
+
+} // namespace m2n
