@@ -88,16 +88,23 @@ FailureOr<CompiledRefit> compileRefit(ModuleOp module,
     verdict.irValid = succeeded(verify(module));
     verdict.problems = plan::verifyPlan(result.plan);
   });
-  result.cost = model->cost(result.plan);
   // An exporting thread per core, beside the checker: the exporters take
   // chunks of ranks in turn, so the core the checker leaves is used too.
-  result.bytes = exportPlan(result.plan, result.cost,
-                            std::max(1u, std::thread::hardware_concurrency()));
+  // The plan is not verified yet; the exporter only needs what
+  // exportBlocker checks to read it safely.
+  std::string blocker = exportBlocker(result.plan);
+  if (blocker.empty()) {
+    result.cost = model->cost(result.plan);
+    result.bytes = exportPlan(result.plan, result.cost,
+                              std::max(1u, std::thread::hardware_concurrency()));
+  }
   checker.join();
   if (!verdict.irValid)
     return failure();
-  if (!verdict.problems.empty()) {
-    emitUnsoundPlan(refit, verdict.problems);
+  if (!verdict.problems.empty() || !blocker.empty()) {
+    emitUnsoundPlan(refit, verdict.problems.empty()
+                               ? std::vector<std::string>{blocker}
+                               : verdict.problems);
     return failure();
   }
   return result;

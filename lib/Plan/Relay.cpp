@@ -44,10 +44,13 @@ namespace {
 struct LayoutBoxes {
   std::vector<Box> boxes;
   std::vector<std::vector<int64_t>> holders;
-  llvm::DenseMap<int64_t, size_t> boxOf;
+  /// The box of each rank of the mesh, in mesh order, and where a rank is.
+  std::vector<int64_t> boxOfPosition;
+  RankIndex positions;
 
   LayoutBoxes(const Plan &plan, const TransferGroup &group,
-              const PlanLayout &layout) {
+              const PlanLayout &layout)
+      : positions(plan.meshes[layout.mesh].ranks) {
     const Mesh &mesh = plan.meshes[layout.mesh];
     std::vector<Box> all = localBoxes(group.shape, mesh, layout.placements);
     std::map<std::pair<Dims, Dims>, size_t> index;
@@ -59,14 +62,14 @@ struct LayoutBoxes {
         holders.emplace_back();
       }
       holders[it->second].push_back(mesh.ranks[i]);
-      boxOf[mesh.ranks[i]] = it->second;
+      boxOfPosition.push_back(static_cast<int64_t>(it->second));
     }
   }
 
   /// The index of the box `rank` holds, or -1 when it is not on the mesh.
   int64_t find(int64_t rank) const {
-    auto it = boxOf.find(rank);
-    return it == boxOf.end() ? -1 : static_cast<int64_t>(it->second);
+    int64_t position = positions.find(rank);
+    return position < 0 ? -1 : boxOfPosition[position];
   }
 };
 
@@ -150,20 +153,36 @@ struct Loads {
 // Finding regions
 //===----------------------------------------------------------------------===//
 
-/// Whether the slices `indices` of `group` bring each receiver the whole
-/// region and nothing else: they lie within it and their volumes add up to
-/// it (slices to one receiver never overlap).
+/// Sorts `ranks` and drops repeats; ranks often come in order already.
+static void sortUnique(std::vector<int64_t> &ranks) {
+  if (!std::is_sorted(ranks.begin(), ranks.end()))
+    llvm::sort(ranks);
+  ranks.erase(llvm::unique(ranks), ranks.end());
+}
+
+/// Whether the region's slices bring each receiver the whole region and
+/// nothing else: they lie within it and their volumes add up to it (slices
+/// to one receiver never overlap). A group's slices are sorted by receiver,
+/// so each receiver's slices come together; where they do not (a plan read
+/// from bad IR) the region is not relayed.
 static bool coversExactly(const TransferGroup &group, const Region &region) {
-  llvm::DenseMap<int64_t, int64_t> volume;
+  int64_t receiver = -1, volume = 0;
+  auto wholeRun = [&] {
+    return receiver < 0 || volume == region.box.volume();
+  };
   for (size_t i : region.slices) {
     const Slice &slice = group.slices[i];
     if (!contains(region.box, slice.box))
       return false;
-    volume[slice.receiver] += slice.box.volume();
+    if (slice.receiver != receiver) {
+      if (slice.receiver < receiver || !wholeRun())
+        return false;
+      receiver = slice.receiver;
+      volume = 0;
+    }
+    volume += slice.box.volume();
   }
-  return llvm::all_of(volume, [&](const auto &entry) {
-    return entry.second == region.box.volume();
-  });
+  return wholeRun();
 }
 
 /// The regions of group `g` that several receivers get from the source side
@@ -210,12 +229,10 @@ static void findRegions(const Plan &plan, int32_t g,
     region.bytes = region.box.volume() * group.elementBytes() *
                    static_cast<int64_t>(group.members.size());
     region.holders = src.holders[key.second];
-    llvm::sort(region.holders);
+    sortUnique(region.holders);
     for (size_t i : slices)
       region.receivers.push_back(group.slices[i].receiver);
-    llvm::sort(region.receivers);
-    region.receivers.erase(llvm::unique(region.receivers),
-                           region.receivers.end());
+    sortUnique(region.receivers);
     region.slices = std::move(slices);
     if (region.receivers.size() >= 2 && region.bytes > 0 &&
         coversExactly(group, region))
@@ -313,12 +330,16 @@ struct TreeBasis {
 
   TreeBasis(const Region &region, const TransferGroup &group, int64_t root,
             const CostModel &model)
-      : root(root), order(receiverOrder(region, root, model)),
-        involved(region.receivers) {
-    involved.push_back(root);
+      : root(root), order(receiverOrder(region, root, model)) {
+    // The receivers are sorted; the senders are few, and repeat.
+    std::vector<int64_t> senders = {root};
     for (size_t i : region.slices)
-      involved.push_back(group.slices[i].sender);
-    llvm::sort(involved);
+      if (group.slices[i].sender != senders.back())
+        senders.push_back(group.slices[i].sender);
+    sortUnique(senders);
+    involved.reserve(region.receivers.size() + senders.size());
+    std::merge(region.receivers.begin(), region.receivers.end(),
+               senders.begin(), senders.end(), std::back_inserter(involved));
     involved.erase(llvm::unique(involved), involved.end());
     rootSlot = slotOf(root);
     orderSlots.reserve(order.size());

@@ -158,7 +158,11 @@ int compile(const CompileOptions &options) {
                        bytes.size())}};
   if (!options.irPath.empty())
     files.push_back({options.irPath, ir});
-  return writeFilesAtomically(files) ? 0 : 1;
+  bool written = writeFilesAtomically(files);
+  // The process ends next: erasing a real model's tens of thousands of ops
+  // one by one would take longer than writing the plan.
+  (void)module.release();
+  return written ? 0 : 1;
 }
 
 } // namespace m2n::driver

@@ -106,6 +106,46 @@ INSTANTIATE_TEST_SUITE_P(Presets, CompileRefitTest,
                            return "case" + std::to_string(info.index);
                          });
 
+TEST(ExportBlockerTest, WhatTheExporterCannotRead) {
+  mlir::MLIRContext context;
+  context.loadDialect<M2NDialect>();
+  mlir::OwningOpRef<mlir::ModuleOp> module = importRefitSpec(
+      presetSpec("qwen3-0.6b", "fsdp4", "dp2,tp2"), "test", &context);
+  mlir::FailureOr<CompiledRefit> compiled =
+      compileRefit(*module, CompilePipelineOptions());
+  ASSERT_TRUE(mlir::succeeded(compiled));
+  const plan::Plan &good = compiled->plan;
+  EXPECT_EQ(exportBlocker(good), "");
+
+  auto blocker = [&](auto edit) {
+    plan::Plan bad = good;
+    edit(bad);
+    return exportBlocker(bad);
+  };
+  EXPECT_EQ(blocker([](plan::Plan &p) { p.messages[0].receiver = 99; }),
+            "a message goes from rank " +
+                std::to_string(good.messages[0].sender) +
+                " to rank 99, not both on a mesh");
+  EXPECT_EQ(blocker([](plan::Plan &p) {
+              p.messages[0].parts[0].slice = 1 << 30;
+            }),
+            "a message carries a slice or members its group lacks");
+  EXPECT_EQ(blocker([](plan::Plan &p) {
+              p.messages[0].parts[0].memberEnd =
+                  p.messages[0].parts[0].memberBegin;
+            }),
+            "a message carries a slice or members its group lacks");
+  EXPECT_EQ(blocker([](plan::Plan &p) {
+              p.messages[0].zeroCopy = true;
+              p.messages[0].parts.clear();
+            }),
+            "a zero-copy message carries nothing");
+  EXPECT_EQ(blocker([](plan::Plan &p) { p.groups[0].members.clear(); }),
+            "group 0 has no members or no meshes");
+  EXPECT_EQ(blocker([](plan::Plan &p) { p.tensors[0].group = -1; }),
+            "tensor '" + good.tensors[0].name + "' is in no group");
+}
+
 TEST(CompileRefitErrorTest, OneRefitOnly) {
   mlir::MLIRContext context;
   context.loadDialect<M2NDialect>();

@@ -7,6 +7,7 @@
 #include "m2n/Plan/Plan.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace m2n {
@@ -22,6 +23,12 @@ namespace m2n {
 std::vector<uint8_t> exportPlan(const plan::Plan &plan,
                                 const plan::PlanCost &cost,
                                 unsigned threads = 1);
+
+/// What keeps exportPlan from reading `plan` safely (an index out of range,
+/// a message without parts), or "" when nothing does. Every such plan fails
+/// verifyPlan too; this is the cheap part of that check, for a caller that
+/// exports a plan while verifying it.
+std::string exportBlocker(const plan::Plan &plan);
 
 /// Registers `--m2n-to-plan` with mlir-translate style drivers: a module
 /// holding one compiled `m2n.refit` becomes its plan file.

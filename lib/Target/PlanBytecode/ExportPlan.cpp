@@ -42,14 +42,30 @@ public:
     for (const TransferGroup &group : plan.groups)
       held.push_back({plan::HeldBoxes(plan, group, group.src),
                       plan::HeldBoxes(plan, group, group.dst)});
-    messagesOfStep.resize(std::max<int64_t>(plan.numSteps, 0));
+    // Enough chunks that a thread that started late still gets a share.
+    worldSize = static_cast<uint32_t>(plan.worldSize());
+    chunkSize = std::max<uint32_t>(1, (worldSize + 15) / 16);
+    messagesOfChunk.resize((worldSize + chunkSize - 1) / chunkSize);
+    std::vector<std::vector<const Message *>> messagesOfStep(
+        std::max<int64_t>(plan.numSteps, 0));
     for (const Message &message : plan.messages)
       if (message.step >= 0 && message.step < plan.numSteps)
         messagesOfStep[message.step].push_back(&message);
+    for (const std::vector<const Message *> &messages : messagesOfStep)
+      for (const Message *message : messages) {
+        size_t from = message->sender / chunkSize;
+        size_t to = message->receiver / chunkSize;
+        messagesOfChunk[from].push_back(message);
+        if (to != from)
+          messagesOfChunk[to].push_back(message);
+      }
+    for (const TransferGroup &group : plan.groups)
+      for (const Slice &slice : group.slices)
+        if (slice.isLocalCopy() && !slice.box.empty())
+          localCopies.push_back({&group, &slice});
   }
 
   std::vector<uint8_t> run(const plan::PlanCost &cost, unsigned threads) {
-    uint32_t worldSize = static_cast<uint32_t>(plan.worldSize());
     writer.setWorldSize(worldSize);
     writer.setStepCount(static_cast<uint32_t>(plan.numSteps));
     writer.setStagingBudget(plan.stagingBudget);
@@ -62,14 +78,11 @@ public:
                        group.shape);
     }
     addBindings();
-    // Enough chunks that a thread that started late still gets a share;
-    // each chunk reads every message once.
-    uint32_t chunkSize = std::max<uint32_t>(1, (worldSize + 15) / 16);
-    std::atomic<uint32_t> next{0};
+    std::atomic<size_t> next{0};
     auto work = [&] {
       RankEmitter emitter(*this);
-      for (uint32_t begin; (begin = next.fetch_add(chunkSize)) < worldSize;)
-        emitter.emitRanks(begin, std::min(worldSize, begin + chunkSize));
+      for (size_t chunk; (chunk = next++) < messagesOfChunk.size();)
+        emitter.emitRanks(chunk);
     };
     std::vector<std::thread> helpers;
     for (unsigned i = 1; i < threads; ++i)
@@ -152,15 +165,25 @@ private:
       inStep.assign(worldSize, 0);
     }
 
-    void emitRanks(uint32_t begin, uint32_t end) {
-      lo = begin;
-      hi = end;
-      size_t count = end - begin;
-      traffics.assign(count, {0, 0});
-      stagingBytes.assign(count, 0);
+    /// Emits the ranks of chunk `chunk`.
+    void emitRanks(size_t chunk) {
+      lo = static_cast<uint32_t>(chunk * exporter.chunkSize);
+      hi = std::min(exporter.worldSize, lo + exporter.chunkSize);
+      traffics.assign(hi - lo, {0, 0});
+      stagingBytes.assign(hi - lo, 0);
       emitLocalCopies();
-      for (int64_t step = 0; step < plan.numSteps; ++step)
-        emitStep(step);
+      llvm::ArrayRef<const Message *> messages =
+          exporter.messagesOfChunk[chunk];
+      while (!messages.empty()) {
+        int64_t step = messages.front()->step;
+        size_t count = llvm::find_if(messages,
+                                     [&](const Message *message) {
+                                       return message->step != step;
+                                     }) -
+                       messages.begin();
+        emitStep(step, messages.take_front(count));
+        messages = messages.drop_front(count);
+      }
       for (uint32_t rank = lo; rank < hi; ++rank) {
         const std::pair<uint64_t, uint64_t> &traffic = traffics[rank - lo];
         if (traffic.first || traffic.second)
@@ -194,22 +217,20 @@ private:
 
     /// One record copies a local slice of every member.
     void emitLocalCopies() {
-      for (const TransferGroup &group : plan.groups)
-        for (const Slice &slice : group.slices) {
-          if (!slice.isLocalCopy() || slice.box.empty() ||
-              !owns(slice.sender))
-            continue;
-          int32_t first = group.members.front();
-          uint32_t rank = static_cast<uint32_t>(slice.sender);
-          PlanRuns &copy =
-              runs(slice, exporter.shardBox(first, rank, M2N_ROLE_SOURCE),
-                   exporter.shardBox(first, rank, M2N_ROLE_DESTINATION),
-                   group.elementBytes());
-          copy.fromBinding = exporter.binding(rank, first, M2N_ROLE_SOURCE);
-          copy.toBinding = exporter.binding(rank, first, M2N_ROLE_DESTINATION);
-          copy.members = static_cast<uint32_t>(group.members.size());
-          writer.copy(rank, copy);
-        }
+      for (auto [group, slice] : exporter.localCopies) {
+        if (!owns(slice->sender))
+          continue;
+        int32_t first = group->members.front();
+        uint32_t rank = static_cast<uint32_t>(slice->sender);
+        PlanRuns &copy =
+            runs(*slice, exporter.shardBox(first, rank, M2N_ROLE_SOURCE),
+                 exporter.shardBox(first, rank, M2N_ROLE_DESTINATION),
+                 group->elementBytes());
+        copy.fromBinding = exporter.binding(rank, first, M2N_ROLE_SOURCE);
+        copy.toBinding = exporter.binding(rank, first, M2N_ROLE_DESTINATION);
+        copy.members = static_cast<uint32_t>(group->members.size());
+        writer.copy(rank, copy);
+      }
     }
 
     /// Calls `fn(group, slice, first, members)` for every part of
@@ -279,11 +300,7 @@ private:
 
     /// One step: each rank's sends take staging from offset 0 up, its
     /// receives after them; messages keep the plan's order on every rank.
-    void emitStep(int64_t step) {
-      const std::vector<const Message *> &messages =
-          exporter.messagesOfStep[step];
-      if (messages.empty())
-        return;
+    void emitStep(int64_t step, llvm::ArrayRef<const Message *> messages) {
       // The step's ranks, in order of first appearance.
       std::vector<uint32_t> &ranks = stepRanks;
       ranks.clear();
@@ -298,8 +315,6 @@ private:
         begin(message->sender);
         begin(message->receiver);
       }
-      if (ranks.empty())
-        return;
       // Staging offsets: a receiver's come after all its sends.
       offsets.assign(messages.size(), {0, 0});
       for (size_t i = 0; i < messages.size(); ++i) {
@@ -381,7 +396,15 @@ private:
 
   const Plan &plan;
   std::vector<std::pair<plan::HeldBoxes, plan::HeldBoxes>> held;
-  std::vector<std::vector<const Message *>> messagesOfStep;
+  uint32_t worldSize = 0;
+  /// Ranks [c * chunkSize, (c + 1) * chunkSize) make chunk c, whose
+  /// messages, those with a sender or receiver in it, are in order of step
+  /// and then of the plan.
+  uint32_t chunkSize = 1;
+  std::vector<std::vector<const Message *>> messagesOfChunk;
+  /// The non-empty local copies, in plan order; every chunk of ranks looks
+  /// through them, and most slices are not.
+  std::vector<std::pair<const TransferGroup *, const Slice *>> localCopies;
   PlanWriter writer;
   /// Per group and role (source, destination), per rank: the index of the
   /// rank's binding of the group's first member.
@@ -391,6 +414,46 @@ private:
 };
 
 } // namespace
+
+std::string exportBlocker(const plan::Plan &plan) {
+  auto within = [](int64_t index, size_t size) {
+    return index >= 0 && static_cast<uint64_t>(index) < size;
+  };
+  for (const plan::TensorInfo &tensor : plan.tensors)
+    if (!within(tensor.group, plan.groups.size()))
+      return "tensor '" + tensor.name + "' is in no group";
+  size_t worldSize = static_cast<size_t>(std::max<int64_t>(plan.worldSize(), 0));
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    const TransferGroup &group = plan.groups[g];
+    if (group.members.empty() ||
+        !llvm::all_of(group.members,
+                      [&](int32_t m) { return within(m, plan.tensors.size()); }) ||
+        !within(group.src.mesh, plan.meshes.size()) ||
+        !within(group.dst.mesh, plan.meshes.size()))
+      return "group " + std::to_string(g) + " has no members or no meshes";
+    for (const Slice &slice : group.slices)
+      if (slice.isLocalCopy() && !within(slice.sender, worldSize))
+        return "group " + std::to_string(g) + " copies on rank " +
+               std::to_string(slice.sender) + ", which is on no mesh";
+  }
+  for (const Message &message : plan.messages) {
+    if (!within(message.sender, worldSize) ||
+        !within(message.receiver, worldSize))
+      return "a message goes from rank " + std::to_string(message.sender) +
+             " to rank " + std::to_string(message.receiver) +
+             ", not both on a mesh";
+    if (message.zeroCopy && message.parts.empty())
+      return "a zero-copy message carries nothing";
+    for (const MessagePart &part : message.parts)
+      if (!within(part.group, plan.groups.size()) ||
+          !within(part.slice, plan.groups[part.group].slices.size()) ||
+          part.memberBegin < 0 || part.memberBegin >= part.memberEnd ||
+          part.memberEnd >
+              static_cast<int64_t>(plan.groups[part.group].members.size()))
+        return "a message carries a slice or members its group lacks";
+  }
+  return "";
+}
 
 std::vector<uint8_t> exportPlan(const plan::Plan &plan,
                                 const plan::PlanCost &cost, unsigned threads) {
