@@ -327,9 +327,12 @@ struct TreeBasis {
   /// The node of each involved rank, worked out once for all the fan-outs
   /// tried: the rank-to-node division is not free.
   std::vector<int64_t> nodes;
+  /// The (send, receive) load of each involved rank, gathered once: every
+  /// fan-out tried reads them all.
+  std::vector<std::pair<double, double>> loadsBefore;
 
   TreeBasis(const Region &region, const TransferGroup &group, int64_t root,
-            const CostModel &model)
+            const Loads &loads, const CostModel &model)
       : root(root), order(receiverOrder(region, root, model)) {
     // The receivers are sorted; the senders are few, and repeat.
     std::vector<int64_t> senders = {root};
@@ -350,9 +353,12 @@ struct TreeBasis {
     intraSeconds = bytes / topology.intraNodeBandwidth;
     interSeconds = bytes / topology.interNodeBandwidth;
     nodes.reserve(involved.size());
-    for (int64_t rank : involved)
+    loadsBefore.reserve(involved.size());
+    for (int64_t rank : involved) {
       nodes.push_back(topology.ranksPerNode > 0 ? rank / topology.ranksPerNode
                                                 : rank);
+      loadsBefore.emplace_back(loads.send[rank], loads.receive[rank]);
+    }
   }
 
   /// The seconds the region takes from involved rank `from` to receiver
@@ -392,55 +398,59 @@ static int64_t chooseChunks(const Region &region, const RelayOptions &options,
 
 /// The relay of `region` along an f-ary tree of fan-out `fanOut`, with the
 /// busiest involved rank's estimated seconds, or nullopt when its depth
-/// leaves no room within maxRounds. The tree's order is left to the caller,
-/// as it is the basis's for every fan-out.
+/// leaves no room within maxRounds. The tree's order and depths are left to
+/// the caller, for the one tree chosen; `own` is scratch.
 static std::optional<Tree> planTree(const Region &region,
                                     const TreeBasis &basis, int64_t fanOut,
-                                    const Loads &loads, const CostModel &model,
-                                    const RelayOptions &options) {
+                                    const CostModel &model,
+                                    const RelayOptions &options,
+                                    std::vector<std::pair<double, double>> &own) {
   Tree tree;
   tree.root = basis.root;
   tree.fanOut = fanOut;
   size_t count = basis.order.size();
-  tree.depth.resize(count);
-  for (size_t i = 0; i < count; ++i)
-    tree.depth[i] = i == 0 ? 1 : tree.depth[(i - 1) / fanOut] + 1;
-  int32_t depth = *llvm::max_element(tree.depth);
+  // Receivers fill the tree level by level: fanOut^(d-1) of them at depth d.
+  int32_t depth = 0;
+  for (size_t covered = 0, level = 1; covered < count;
+       covered += level, level *= static_cast<size_t>(fanOut))
+    ++depth;
   if (depth > options.maxRounds)
     return std::nullopt;
 
   // The region's own busy seconds (send, receive) per involved rank, before
   // pipelining.
-  std::vector<std::pair<double, double>> own(basis.involved.size());
+  own.assign(basis.involved.size(), {0, 0});
   for (size_t i = 0; i < count; ++i) {
     size_t from = i == 0 ? basis.rootSlot : basis.orderSlots[(i - 1) / fanOut];
     double seconds = basis.seconds(from, i);
     own[from].first += seconds;
     own[basis.orderSlots[i]].second += seconds;
   }
-  auto busiest = [&](double stretch, bool others) {
-    double seconds = 0;
+  // The busiest involved rank with the region's traffic stretched by
+  // `stretch`: with the region's traffic alone, and with all the plan's.
+  auto busiest = [&](double stretch) {
+    double alone = 0, all = 0;
     for (size_t slot = 0; slot < own.size(); ++slot) {
-      int64_t rank = basis.involved[slot];
       auto [send, receive] = own[slot];
-      double sendBefore = others ? loads.send[rank] : 0;
-      double receiveBefore = others ? loads.receive[rank] : 0;
-      seconds = std::max({seconds, sendBefore + send * stretch,
-                          receiveBefore + receive * stretch});
+      auto [sendBefore, receiveBefore] = basis.loadsBefore[slot];
+      alone = std::max({alone, send * stretch, receive * stretch});
+      all = std::max(
+          {all, sendBefore + send * stretch, receiveBefore + receive * stretch});
     }
-    return seconds;
+    return std::make_pair(alone, all);
   };
 
   // Chunks fused with other traffic cost no latency of their own, so the
   // count follows the ranks' whole load.
   tree.chunks = chooseChunks(region, options, model, depth, fanOut,
-                             busiest(1, /*others=*/true));
+                             busiest(1).second);
   tree.numChunks = numChunks(region.box, tree.chunks);
   tree.rounds = static_cast<int32_t>(tree.numChunks + depth - 1);
   double stretch = static_cast<double>(tree.rounds) / tree.numChunks;
   double latency = model.getTopology().latencySeconds * fanOut * tree.rounds;
-  tree.ownSeconds = busiest(stretch, /*others=*/false) + latency;
-  tree.seconds = busiest(stretch, /*others=*/true) + latency;
+  auto [alone, all] = busiest(stretch);
+  tree.ownSeconds = alone + latency;
+  tree.seconds = all + latency;
   return tree;
 }
 
@@ -460,12 +470,14 @@ static std::optional<Tree>
 chooseTree(const Region &region, const TransferGroup &group, const Loads &loads,
            const CostModel &model, const RelayOptions &options,
            double directSeconds) {
-  TreeBasis basis(region, group, chooseRoot(region, loads, model), model);
+  TreeBasis basis(region, group, chooseRoot(region, loads, model), loads,
+                  model);
   std::optional<Tree> best;
+  std::vector<std::pair<double, double>> own;
   for (int64_t fanOut :
        fanOuts(static_cast<int64_t>(region.receivers.size()))) {
     std::optional<Tree> tree =
-        planTree(region, basis, fanOut, loads, model, options);
+        planTree(region, basis, fanOut, model, options, own);
     // The shape is chosen on the region's own traffic: the other loads on
     // its ranks, the root's above all, may be regions still to be relayed,
     // and would favor shapes that spare the root at the receivers' cost.
@@ -475,6 +487,9 @@ chooseTree(const Region &region, const TransferGroup &group, const Loads &loads,
   if (!best || best->seconds >= directSeconds)
     return std::nullopt;
   best->order = std::move(basis.order);
+  best->depth.resize(best->order.size());
+  for (size_t i = 0; i < best->depth.size(); ++i)
+    best->depth[i] = i == 0 ? 1 : best->depth[(i - 1) / best->fanOut] + 1;
   return best;
 }
 

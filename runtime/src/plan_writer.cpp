@@ -75,9 +75,15 @@ uint32_t PlanWriter::addBinding(uint32_t rank, uint32_t tensor, m2n_role_t role,
   assert(tensor < tensors_.size() && "binding of an unknown tensor");
   assert(offset.size() == tensors_[tensor].rank &&
          shape.size() == tensors_[tensor].rank && "box of the wrong rank");
+  return addBinding(rank, tensor, role, offset.data(), shape.data());
+}
+
+uint32_t PlanWriter::addBinding(uint32_t rank, uint32_t tensor, m2n_role_t role,
+                                const int64_t *offset, const int64_t *shape) {
+  assert(tensor < tensors_.size() && "binding of an unknown tensor");
   std::array<int64_t, 2 *M2N_PLAN_MAX_RANK> key = {};
   int64_t volume = 1;
-  for (size_t d = 0; d < shape.size(); ++d) {
+  for (size_t d = 0; d < tensors_[tensor].rank; ++d) {
     key[d] = offset[d];
     key[M2N_PLAN_MAX_RANK + d] = shape[d];
     volume *= shape[d];

@@ -30,9 +30,9 @@ static_assert(static_cast<int>(DType::BOOL) == M2N_DTYPE_BOOL &&
                   static_cast<int>(DType::BF16) == M2N_DTYPE_BF16,
               "DType and m2n_dtype_t must number the dtypes alike");
 
-/// Builds the file: bindings first, then each rank's instruction stream.
-/// The streams of different ranks are independent, so they are emitted by
-/// chunks of ranks, which threads take in turn.
+/// Builds the file: each rank's bindings and instruction stream. Ranks are
+/// independent, so they are bound and emitted by chunks of ranks, which
+/// threads take in turn.
 class Exporter {
 public:
   Exporter(const Plan &plan) : plan(plan) {
@@ -63,6 +63,15 @@ public:
       for (const Slice &slice : group.slices)
         if (slice.isLocalCopy() && !slice.box.empty())
           localCopies.push_back({&group, &slice});
+    memberIndex.assign(plan.tensors.size(), 0);
+    firstBinding.resize(plan.groups.size());
+    for (size_t g = 0; g < plan.groups.size(); ++g) {
+      const TransferGroup &group = plan.groups[g];
+      for (size_t m = 0; m < group.members.size(); ++m)
+        memberIndex[group.members[m]] = static_cast<uint32_t>(m);
+      for (std::vector<uint32_t> &first : firstBinding[g])
+        first.assign(worldSize, 0);
+    }
   }
 
   std::vector<uint8_t> run(const plan::PlanCost &cost, unsigned threads) {
@@ -77,7 +86,6 @@ public:
       writer.addTensor(tensor.name, static_cast<m2n_dtype_t>(group.dtype),
                        group.shape);
     }
-    addBindings();
     std::atomic<size_t> next{0};
     auto work = [&] {
       RankEmitter emitter(*this);
@@ -106,41 +114,6 @@ private:
                                    : boxes.second.of(rank);
   }
 
-  /// Binds every member of group `g` on every rank of `layout`, and
-  /// records where each rank's first one is.
-  void addBindingsOf(size_t g, const plan::PlanLayout &layout,
-                     m2n_role_t role) {
-    const TransferGroup &group = plan.groups[g];
-    std::vector<uint32_t> &first = firstBinding[g][roleIndex(role)];
-    first.assign(static_cast<size_t>(plan.worldSize()), 0);
-    for (int64_t rank : plan.meshes[layout.mesh].ranks) {
-      const Box &box = shardBox(group.members.front(), rank, role);
-      for (size_t m = 0; m < group.members.size(); ++m) {
-        uint32_t index =
-            writer.addBinding(static_cast<uint32_t>(rank),
-                              static_cast<uint32_t>(group.members[m]), role,
-                              box.offsets, box.sizes);
-        if (m == 0)
-          first[rank] = index;
-      }
-    }
-  }
-
-  /// A group's members get consecutive bindings on each rank, per role, so
-  /// that one record moves a run of members (binding + m for member m), and
-  /// a binding's index is its group's first on the rank plus its member's.
-  void addBindings() {
-    firstBinding.resize(plan.groups.size());
-    memberIndex.assign(plan.tensors.size(), 0);
-    for (size_t g = 0; g < plan.groups.size(); ++g) {
-      const TransferGroup &group = plan.groups[g];
-      for (size_t m = 0; m < group.members.size(); ++m)
-        memberIndex[group.members[m]] = static_cast<uint32_t>(m);
-      addBindingsOf(g, group.src, M2N_ROLE_SOURCE);
-      addBindingsOf(g, group.dst, M2N_ROLE_DESTINATION);
-    }
-  }
-
   uint32_t binding(int64_t rank, int32_t tensor, m2n_role_t role) const {
     return firstBinding[plan.tensors[tensor].group][roleIndex(role)][rank] +
            memberIndex[tensor];
@@ -165,12 +138,16 @@ private:
       inStep.assign(worldSize, 0);
     }
 
-    /// Emits the ranks of chunk `chunk`.
+    /// Binds and emits the ranks of chunk `chunk`.
     void emitRanks(size_t chunk) {
       lo = static_cast<uint32_t>(chunk * exporter.chunkSize);
       hi = std::min(exporter.worldSize, lo + exporter.chunkSize);
       traffics.assign(hi - lo, {0, 0});
       stagingBytes.assign(hi - lo, 0);
+      for (size_t g = 0; g < plan.groups.size(); ++g) {
+        addBindings(g, M2N_ROLE_SOURCE);
+        addBindings(g, M2N_ROLE_DESTINATION);
+      }
       emitLocalCopies();
       llvm::ArrayRef<const Message *> messages =
           exporter.messagesOfChunk[chunk];
@@ -195,6 +172,32 @@ private:
 
   private:
     bool owns(int64_t rank) const { return rank >= lo && rank < hi; }
+
+    /// Binds every member of group `g` on each rank of the range that is on
+    /// the group's layout in `role`, and records where each rank's first
+    /// one is. A group's members get consecutive bindings on each rank, per
+    /// role, so that one record moves a run of members (binding + m for
+    /// member m).
+    void addBindings(size_t g, m2n_role_t role) {
+      const TransferGroup &group = plan.groups[g];
+      const plan::PlanLayout &layout =
+          role == M2N_ROLE_SOURCE ? group.src : group.dst;
+      std::vector<uint32_t> &first =
+          exporter.firstBinding[g][roleIndex(role)];
+      for (int64_t rank : plan.meshes[layout.mesh].ranks) {
+        if (!owns(rank))
+          continue;
+        const Box &box = exporter.shardBox(group.members.front(), rank, role);
+        for (size_t m = 0; m < group.members.size(); ++m) {
+          uint32_t index = writer.addBinding(
+              static_cast<uint32_t>(rank),
+              static_cast<uint32_t>(group.members[m]), role,
+              box.offsets.begin(), box.sizes.begin());
+          if (m == 0)
+            first[rank] = index;
+        }
+      }
+    }
 
     /// The walk of `slice` from one buffer to another, both given as boxes,
     /// in a record that is reused: a plan has one per message part, and
@@ -278,24 +281,21 @@ private:
       });
     }
 
-    /// A zero-copy message's one member slice: the binding it lives in on
-    /// each side and its byte offset there.
-    struct Direct {
-      uint32_t fromBinding, toBinding;
-      uint64_t fromOffset, toOffset;
-    };
-    Direct direct(const Message &message) {
+    /// Where a zero-copy message's one member slice lives on the side of
+    /// `rank`, the sender (in the buffer the slice is read from) or the
+    /// receiver: its binding there and its byte offset in it.
+    std::pair<uint32_t, uint64_t> direct(const Message &message,
+                                         int64_t rank) {
       const MessagePart &part = message.parts.front();
       const TransferGroup &group = plan.groups[part.group];
       const Slice &slice = group.slices[part.slice];
       int32_t member = group.members[part.memberBegin];
-      const PlanRuns &walk = runs(
-          slice, exporter.shardBox(member, message.sender, readRole(slice)),
-          exporter.shardBox(member, message.receiver, M2N_ROLE_DESTINATION),
-          group.elementBytes());
-      return {exporter.binding(message.sender, member, readRole(slice)),
-              exporter.binding(message.receiver, member, M2N_ROLE_DESTINATION),
-              walk.fromOffset, walk.toOffset};
+      m2n_role_t role =
+          rank == message.sender ? readRole(slice) : M2N_ROLE_DESTINATION;
+      const Box &buffer = exporter.shardBox(member, rank, role);
+      const PlanRuns &walk =
+          runs(slice, buffer, buffer, group.elementBytes());
+      return {exporter.binding(rank, member, role), walk.fromOffset};
     }
 
     /// One step: each rank's sends take staging from offset 0 up, its
@@ -366,13 +366,14 @@ private:
           writer.recv(receiver, sender, staging.second, bytes);
         return;
       }
-      Direct where = direct(message);
-      if (sends)
-        writer.sendDirect(sender, receiver, where.fromBinding,
-                          where.fromOffset, bytes);
-      if (receives)
-        writer.recvDirect(receiver, sender, where.toBinding, where.toOffset,
-                          bytes);
+      if (sends) {
+        auto [binding, offset] = direct(message, sender);
+        writer.sendDirect(sender, receiver, binding, offset, bytes);
+      }
+      if (receives) {
+        auto [binding, offset] = direct(message, receiver);
+        writer.recvDirect(receiver, sender, binding, offset, bytes);
+      }
     }
 
     Exporter &exporter;

@@ -77,6 +77,9 @@ public:
   uint32_t addBinding(uint32_t rank, uint32_t tensor, m2n_role_t role,
                       const std::vector<int64_t> &offset,
                       const std::vector<int64_t> &shape);
+  /// The same with the box as two arrays of the tensor's rank.
+  uint32_t addBinding(uint32_t rank, uint32_t tensor, m2n_role_t role,
+                      const int64_t *offset, const int64_t *shape);
 
   /// Instructions, appended to `rank`'s stream in call order.
   void step(uint32_t rank, uint32_t step);
