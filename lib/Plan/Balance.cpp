@@ -81,9 +81,13 @@ bool isBalanced(const Slice &slice) {
 /// outside the meshes.
 RankTable rankTable(const Plan &plan) {
   std::vector<int64_t> ranks = plan.ranks();
+  RankIndex onMeshes(ranks);
+  // Senders are looked up rather than all added and sorted away: a plan
+  // has hundreds of thousands of slices and few ranks.
   for (const TransferGroup &group : plan.groups)
     for (const Slice &slice : group.slices)
-      ranks.push_back(slice.sender);
+      if (onMeshes.find(slice.sender) < 0)
+        ranks.push_back(slice.sender);
   return RankTable(std::move(ranks));
 }
 

@@ -246,16 +246,21 @@ public:
   Packer(const Plan &plan, int64_t bucket, std::vector<Message> &out)
       : plan(plan), boxes(plan), bucket(bucket), out(out) {}
 
-  /// Starts the messages between another pair in another round.
-  void start(int64_t step, int64_t sender, int64_t receiver) {
+  /// Starts the messages between another pair in another round, which has
+  /// `slices` slices to pack.
+  void start(int64_t step, int64_t sender, int64_t receiver, size_t slices) {
     open = Message();
     open.step = step;
     open.sender = sender;
     open.receiver = receiver;
+    remaining = slices;
+    // Most pairs fit in one message: its parts are sized once.
+    open.parts.reserve(remaining);
   }
 
   /// Adds every member's share of the slice `entry`.
   void add(const PairSlice &entry) {
+    --remaining;
     int32_t g = entry.group, s = entry.slice;
     int64_t bytes = entry.bytes;
     int32_t members = static_cast<int32_t>(plan.groups[g].members.size());
@@ -280,6 +285,9 @@ public:
         fit = 1;
       if (fit == 0) {
         close();
+        // The next message goes on with this slice, and may take all the
+        // pair's others.
+        open.parts.reserve(remaining + 1);
         continue;
       }
       int32_t end = member + static_cast<int32_t>(fit);
@@ -322,6 +330,8 @@ private:
   int64_t bucket;
   std::vector<Message> &out;
   Message open;
+  /// The pair's slices not added yet.
+  size_t remaining = 0;
   std::vector<Message> zeroCopy, packed;
 };
 } // namespace
@@ -336,13 +346,14 @@ static std::vector<Message> packMessages(const Plan &plan, int64_t bucket) {
   std::vector<PairSlice> slices = remoteSlicesByPair(plan);
   std::vector<Message> messages;
   Packer packer(plan, bucket, messages);
-  for (size_t i = 0; i < slices.size(); ++i) {
-    const PairSlice &entry = slices[i];
-    if (i == 0 || !entry.samePair(slices[i - 1]))
-      packer.start(entry.round, entry.sender, entry.receiver);
-    packer.add(entry);
-    if (i + 1 == slices.size() || !entry.samePair(slices[i + 1]))
-      packer.finish();
+  for (size_t begin = 0, end; begin < slices.size(); begin = end) {
+    const PairSlice &first = slices[begin];
+    for (end = begin + 1; end < slices.size() && first.samePair(slices[end]);)
+      ++end;
+    packer.start(first.round, first.sender, first.receiver, end - begin);
+    for (size_t i = begin; i < end; ++i)
+      packer.add(slices[i]);
+    packer.finish();
   }
   return messages;
 }

@@ -16,17 +16,14 @@ namespace m2n {
 
 namespace {
 
+/// The most operand bytes of any record: a COPY, PACK or UNPACK of the
+/// most levels.
+constexpr size_t kMaxOperandBytes =
+    sizeof(m2n_plan_runs_t) + 3 * sizeof(int64_t) * M2N_PLAN_MAX_LEVELS;
+
 uint64_t alignUp(uint64_t value) {
   constexpr uint64_t kAlignment = M2N_PLAN_ALIGNMENT;
   return (value + kAlignment - 1) / kAlignment * kAlignment;
-}
-
-template <typename T> void append(std::vector<uint8_t> &out, const T &value) {
-  // resize + memcpy rather than insert: GCC 12 warns wrongly about
-  // inserting into an empty vector.
-  size_t offset = out.size();
-  out.resize(offset + sizeof(T));
-  std::memcpy(out.data() + offset, &value, sizeof(T));
 }
 
 template <typename T>
@@ -130,10 +127,16 @@ void PlanWriter::emit(uint32_t rank, m2n_opcode_t opcode, uint16_t levels,
   record.opcode = static_cast<uint16_t>(opcode);
   record.levels = levels;
   record.size = static_cast<uint32_t>(sizeof(record) + size);
+  // The record is put together here and appended in one go: a plan has
+  // one for every part of every message.
+  uint8_t bytes[sizeof(record) + kMaxOperandBytes];
+  assert(size <= kMaxOperandBytes && "operands too large");
+  std::memcpy(bytes, &record, sizeof(record));
+  if (size != 0)
+    std::memcpy(bytes + sizeof(record), operands, size);
   Rank &entry = entryOf(rank);
-  append(entry.instructions, record);
-  entry.instructions.insert(entry.instructions.end(), operands,
-                            operands + size);
+  entry.instructions.insert(entry.instructions.end(), bytes,
+                            bytes + sizeof(record) + size);
   ++entry.instructionCount;
 }
 
@@ -151,8 +154,7 @@ void PlanWriter::emitRuns(uint32_t rank, m2n_opcode_t opcode,
   fixed.members = runs.members;
   // The record's operands, built on the stack: a plan has a record for
   // every part of every message.
-  uint8_t operands[sizeof(m2n_plan_runs_t) +
-                   3 * sizeof(int64_t) * M2N_PLAN_MAX_LEVELS];
+  uint8_t operands[kMaxOperandBytes];
   size_t size = 0;
   auto put = [&](const void *value, size_t bytes) {
     // An empty vector's data() may be null, which memcpy must not see.

@@ -225,19 +225,21 @@ FailureOr<plan::Plan> readPlan(RefitOp refit) {
 /// Whether `table` holds the rows fillSliceTable would make of `group`.
 static bool holdsSlices(ArrayRef<int64_t> table,
                         const plan::TransferGroup &group) {
-  size_t width = TransfersOp::rowWidth(group.shape.size());
+  size_t rank = group.shape.size();
+  size_t width = TransfersOp::rowWidth(rank);
   if (table.size() != group.slices.size() * width)
     return false;
   const int64_t *row = table.data();
   for (const plan::Slice &slice : group.slices) {
     if (row[kSender] != slice.sender || row[kReceiver] != slice.receiver ||
         row[kOrigin] != static_cast<int64_t>(slice.origin) ||
-        row[kRound] != slice.round ||
-        !std::equal(slice.box.offsets.begin(), slice.box.offsets.end(),
-                    row + kBox) ||
-        !std::equal(slice.box.sizes.begin(), slice.box.sizes.end(),
-                    row + kBox + slice.box.offsets.size()))
+        row[kRound] != slice.round || slice.box.rank() != int64_t(rank))
       return false;
+    // A loop rather than std::equal, which calls memcmp for a few values.
+    for (size_t d = 0; d < rank; ++d)
+      if (row[kBox + d] != slice.box.offsets[d] ||
+          row[kBox + rank + d] != slice.box.sizes[d])
+        return false;
     row += width;
   }
   return true;
