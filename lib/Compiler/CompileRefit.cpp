@@ -41,7 +41,7 @@ private:
   plan::Plan &out;
 };
 
-/// What the second thread finds: the IR verifier's verdict and the plan's
+/// What the checkers find: the IR verifier's verdict and the plan's
 /// problems.
 struct Verdict {
   bool irValid = false;
@@ -83,13 +83,13 @@ FailureOr<CompiledRefit> compileRefit(ModuleOp module,
     return failure();
   if (hooks.exporting)
     hooks.exporting();
+  // Two checkers, so that neither outlasts the export by much.
   Verdict verdict;
-  std::thread checker([&] {
-    verdict.irValid = succeeded(verify(module));
-    verdict.problems = plan::verifyPlan(result.plan);
-  });
-  // An exporting thread per core, beside the checker: the exporters take
-  // chunks of ranks in turn, so the core the checker leaves is used too.
+  std::thread planChecker(
+      [&] { verdict.problems = plan::verifyPlan(result.plan); });
+  std::thread irChecker([&] { verdict.irValid = succeeded(verify(module)); });
+  // An exporting thread per core, beside the checkers: the exporters take
+  // chunks of ranks in turn, so a core the checkers leave is used too.
   // The plan is not verified yet; the exporter only needs what
   // exportBlocker checks to read it safely.
   std::string blocker = exportBlocker(result.plan);
@@ -98,7 +98,8 @@ FailureOr<CompiledRefit> compileRefit(ModuleOp module,
     result.bytes = exportPlan(result.plan, result.cost,
                               std::max(1u, std::thread::hardware_concurrency()));
   }
-  checker.join();
+  planChecker.join();
+  irChecker.join();
   if (!verdict.irValid)
     return failure();
   if (!verdict.problems.empty() || !blocker.empty()) {
