@@ -16,6 +16,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -84,22 +85,34 @@ static llvm::Expected<std::vector<int64_t>> roundsOf(const Plan &plan) {
 namespace {
 /// A message to sort by (first, sender, receiver), then by its parts.
 /// Sorting these rather than the messages keeps the comparisons within a
-/// small array: a plan has tens of thousands of messages.
+/// small array: a plan has tens of thousands of messages. The parts compare
+/// lexicographically, so `head`, whether there are parts and the first one,
+/// decides between most messages of a pair without reading them.
 struct MessageKey {
   int64_t first = 0;
   int64_t sender = 0;
   int64_t receiver = 0;
+  std::array<int32_t, 5> head = {};
   size_t index = 0;
+
+  MessageKey(int64_t first, const Message &message, size_t index)
+      : first(first), sender(message.sender), receiver(message.receiver),
+        index(index) {
+    if (!message.parts.empty()) {
+      const MessagePart &part = message.parts.front();
+      head = {1, part.group, part.slice, part.memberBegin, part.memberEnd};
+    }
+  }
 };
 
 /// Sorts `keys` of messages of `plan`; messages alike in all of that (only
 /// a hand-made plan has them) keep their order.
 void sortByKey(const Plan &plan, std::vector<MessageKey> &keys) {
   llvm::sort(keys, [&](const MessageKey &a, const MessageKey &b) {
-    if (std::tie(a.first, a.sender, a.receiver) !=
-        std::tie(b.first, b.sender, b.receiver))
-      return std::tie(a.first, a.sender, a.receiver) <
-             std::tie(b.first, b.sender, b.receiver);
+    if (std::tie(a.first, a.sender, a.receiver, a.head) !=
+        std::tie(b.first, b.sender, b.receiver, b.head))
+      return std::tie(a.first, a.sender, a.receiver, a.head) <
+             std::tie(b.first, b.sender, b.receiver, b.head);
     const Message &x = plan.messages[a.index], &y = plan.messages[b.index];
     if (partsLess(x, y) || partsLess(y, x))
       return partsLess(x, y);
@@ -179,8 +192,7 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
     std::vector<MessageKey> keys;
     keys.reserve(indices.size());
     for (size_t i : indices)
-      keys.push_back({-stagingOf(plan.messages[i]), plan.messages[i].sender,
-                      plan.messages[i].receiver, i});
+      keys.emplace_back(-stagingOf(plan.messages[i]), plan.messages[i], i);
     sortByKey(plan, keys);
     RoundSteps steps(budget);
     for (const MessageKey &key : keys)
@@ -193,8 +205,7 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
   std::vector<MessageKey> keys;
   keys.reserve(plan.messages.size());
   for (size_t i = 0; i < plan.messages.size(); ++i)
-    keys.push_back({plan.messages[i].step, plan.messages[i].sender,
-                    plan.messages[i].receiver, i});
+    keys.emplace_back(plan.messages[i].step, plan.messages[i], i);
   sortByKey(plan, keys);
   std::vector<Message> sorted;
   sorted.reserve(plan.messages.size());
