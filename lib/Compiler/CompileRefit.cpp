@@ -83,23 +83,32 @@ FailureOr<CompiledRefit> compileRefit(ModuleOp module,
     return failure();
   if (hooks.exporting)
     hooks.exporting();
-  // Two checkers, so that neither outlasts the export by much.
+  // Two checkers, so that neither outlasts the export by much; the IR's,
+  // the lighter, also works out the cost model's figures.
   Verdict verdict;
   std::thread planChecker(
       [&] { verdict.problems = plan::verifyPlan(result.plan); });
-  std::thread irChecker([&] { verdict.irValid = succeeded(verify(module)); });
+  // The plan is not verified yet: the cost model and the exporter only
+  // need what exportBlocker checks to read it safely.
+  std::string blocker = exportBlocker(result.plan);
+  std::thread irChecker([&] {
+    verdict.irValid = succeeded(verify(module));
+    if (blocker.empty())
+      result.cost = model->cost(result.plan);
+  });
   // An exporting thread per core, beside the checkers: the exporters take
   // chunks of ranks in turn, so a core the checkers leave is used too.
-  // The plan is not verified yet; the exporter only needs what
-  // exportBlocker checks to read it safely.
-  std::string blocker = exportBlocker(result.plan);
-  if (blocker.empty()) {
-    result.cost = model->cost(result.plan);
-    result.bytes = exportPlan(result.plan, result.cost,
-                              std::max(1u, std::thread::hardware_concurrency()));
-  }
+  if (blocker.empty())
+    result.bytes = exportPlan(
+        result.plan,
+        [&] {
+          irChecker.join();
+          return result.cost;
+        },
+        std::max(1u, std::thread::hardware_concurrency()));
   planChecker.join();
-  irChecker.join();
+  if (irChecker.joinable())
+    irChecker.join();
   if (!verdict.irValid)
     return failure();
   if (!verdict.problems.empty() || !blocker.empty()) {

@@ -6,6 +6,8 @@
 #include "m2n/Plan/CostModel.h"
 #include "m2n/Plan/Plan.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +25,12 @@ namespace m2n {
 std::vector<uint8_t> exportPlan(const plan::Plan &plan,
                                 const plan::PlanCost &cost,
                                 unsigned threads = 1);
+
+/// The same, with the summary asked for once the ranks' streams are done,
+/// from the calling thread: a caller may work it out meanwhile.
+std::vector<uint8_t>
+exportPlan(const plan::Plan &plan,
+           llvm::function_ref<plan::PlanCost()> summary, unsigned threads);
 
 /// What keeps exportPlan from reading `plan` safely (an index out of range,
 /// a message without parts), or "" when nothing does. Every such plan fails

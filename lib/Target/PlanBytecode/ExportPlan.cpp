@@ -74,13 +74,11 @@ public:
     }
   }
 
-  std::vector<uint8_t> run(const plan::PlanCost &cost, unsigned threads) {
+  std::vector<uint8_t> run(llvm::function_ref<plan::PlanCost()> summary,
+                           unsigned threads) {
     writer.setWorldSize(worldSize);
     writer.setStepCount(static_cast<uint32_t>(plan.numSteps));
     writer.setStagingBudget(plan.stagingBudget);
-    writer.setSummary(cost.wireBytes, cost.localCopyBytes, cost.messages,
-                      static_cast<uint64_t>(cost.predictedSeconds * 1e9),
-                      static_cast<uint64_t>(cost.lowerBoundSeconds * 1e9));
     for (const plan::TensorInfo &tensor : plan.tensors) {
       const TransferGroup &group = plan.groups[tensor.group];
       writer.addTensor(tensor.name, static_cast<m2n_dtype_t>(group.dtype),
@@ -98,6 +96,10 @@ public:
     work();
     for (std::thread &helper : helpers)
       helper.join();
+    plan::PlanCost cost = summary();
+    writer.setSummary(cost.wireBytes, cost.localCopyBytes, cost.messages,
+                      static_cast<uint64_t>(cost.predictedSeconds * 1e9),
+                      static_cast<uint64_t>(cost.lowerBoundSeconds * 1e9));
     return writer.finish();
   }
 
@@ -456,9 +458,16 @@ std::string exportBlocker(const plan::Plan &plan) {
   return "";
 }
 
+std::vector<uint8_t>
+exportPlan(const plan::Plan &plan,
+           llvm::function_ref<plan::PlanCost()> summary, unsigned threads) {
+  return Exporter(plan).run(summary, std::max(threads, 1u));
+}
+
 std::vector<uint8_t> exportPlan(const plan::Plan &plan,
                                 const plan::PlanCost &cost, unsigned threads) {
-  return Exporter(plan).run(cost, std::max(threads, 1u));
+  return exportPlan(
+      plan, [&] { return cost; }, threads);
 }
 
 /// Reads the one compiled refit of `module` and checks it is ready to run.
