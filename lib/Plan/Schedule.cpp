@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
 #include <tuple>
 
 using namespace m2n;
@@ -120,10 +121,12 @@ void sortByKey(const Plan &plan, std::vector<MessageKey> &keys) {
   });
 }
 
-/// The staging bytes each rank uses in each step of one round.
+/// The staging bytes each rank uses in each step of one round, and, when
+/// the steps are balanced, its busy seconds in each direction.
 class RoundSteps {
 public:
-  explicit RoundSteps(int64_t budget) : budget(budget) {}
+  RoundSteps(int64_t budget, const CostModel *model)
+      : budget(budget), model(model) {}
 
   /// Places a message in the earliest step with room at both ends and
   /// returns that step's index within the round.
@@ -132,8 +135,39 @@ public:
     for (size_t step = 0; step < used.size(); ++step)
       if (fits(used[step], message, bytes))
         return take(step, message, bytes);
-    used.emplace_back();
+    addStep();
     return take(used.size() - 1, message, bytes);
+  }
+
+  /// Places a message, of a round that `steps` steps hold, in the step with
+  /// room where its ends are least busy: each rank's work then spreads
+  /// evenly over the steps, and no step waits on a rank that others left
+  /// idle. A message that fits in none opens a step.
+  int64_t balance(const Message &message) {
+    int64_t bytes = stagingOf(message);
+    std::optional<size_t> best;
+    double bestSeconds = 0;
+    for (size_t step = 0; step < used.size(); ++step) {
+      if (!fits(used[step], message, bytes))
+        continue;
+      double seconds = std::max(busy[step].lookup(message.sender).first,
+                                busy[step].lookup(message.receiver).second);
+      if (!best || seconds < bestSeconds) {
+        best = step;
+        bestSeconds = seconds;
+      }
+    }
+    if (!best) {
+      addStep();
+      best = used.size() - 1;
+    }
+    return take(*best, message, bytes);
+  }
+
+  /// Opens `count` empty steps.
+  void open(int64_t count) {
+    for (int64_t i = 0; i < count; ++i)
+      addStep();
   }
 
   int64_t steps() const { return static_cast<int64_t>(used.size()); }
@@ -151,18 +185,32 @@ private:
            ranks.lookup(message.receiver) + bytes <= budget;
   }
 
+  void addStep() {
+    used.emplace_back();
+    busy.emplace_back();
+  }
+
   int64_t take(size_t step, const Message &message, int64_t bytes) {
     for (int64_t rank : {message.sender, message.receiver}) {
       int64_t &rankBytes = used[step][rank];
       rankBytes += bytes;
       peakBytes = std::max(peakBytes, rankBytes);
     }
+    if (model) {
+      double seconds = model->messageSeconds(message.sender, message.receiver,
+                                             message.bytes);
+      busy[step][message.sender].first += seconds;
+      busy[step][message.receiver].second += seconds;
+    }
     return static_cast<int64_t>(step);
   }
 
   int64_t budget;
+  const CostModel *model;
   int64_t peakBytes = 0;
   std::vector<llvm::DenseMap<int64_t, int64_t>> used;
+  /// Per step and rank: seconds sending and receiving.
+  std::vector<llvm::DenseMap<int64_t, std::pair<double, double>>> busy;
 };
 } // namespace
 
@@ -194,10 +242,24 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
     for (size_t i : indices)
       keys.emplace_back(-stagingOf(plan.messages[i]), plan.messages[i], i);
     sortByKey(plan, keys);
-    RoundSteps steps(budget);
+    RoundSteps steps(budget, options.model);
     for (const MessageKey &key : keys)
       plan.messages[key.index].step =
           firstStep + steps.place(plan.messages[key.index]);
+    if (options.model) {
+      // First fit finds how few steps the budget allows; the messages then
+      // go again, largest first (zero-copy ones too), into that many steps,
+      // each to where its ranks are least busy.
+      for (MessageKey &key : keys)
+        key.first = -plan.messages[key.index].bytes;
+      sortByKey(plan, keys);
+      RoundSteps balanced(budget, options.model);
+      balanced.open(steps.steps());
+      for (const MessageKey &key : keys)
+        plan.messages[key.index].step =
+            firstStep + balanced.balance(plan.messages[key.index]);
+      steps = std::move(balanced);
+    }
     firstStep += steps.steps();
     stats.stagingPeak = std::max(stats.stagingPeak, steps.peak());
   }

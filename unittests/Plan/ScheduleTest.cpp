@@ -148,6 +148,66 @@ TEST(Schedule, RoundsComeFromSlicesNotSteps) {
   EXPECT_EQ(stepOf(plan, 1), 0);
 }
 
+/// The balanced schedule: with a cost model, each rank's seconds.
+ScheduleStats balanceOrFail(Plan &plan, int64_t budget,
+                            const CostModel &model) {
+  ScheduleOptions options{budget};
+  options.model = &model;
+  llvm::Expected<ScheduleStats> stats = schedule(plan, options);
+  if (!stats) {
+    ADD_FAILURE() << llvm::toString(stats.takeError());
+    return ScheduleStats();
+  }
+  return *stats;
+}
+
+TEST(Schedule, BalancedStepsSpreadZeroCopyMessages) {
+  // Rank 0's packed messages need two steps of the budget; rank 2's
+  // zero-copy ones need no staging, so first fit puts both in step 0, whose
+  // time is then both of them. Balanced, each step holds one of each.
+  Plan plan = planOf(
+      {{0, 1, 60}, {0, 1, 60}, {2, 3, 60, 0, true}, {2, 3, 60, 0, true}});
+  Plan firstFit = plan;
+  scheduleOrFail(firstFit, 100);
+  EXPECT_EQ(stepOf(firstFit, 2), 0);
+  EXPECT_EQ(stepOf(firstFit, 3), 0);
+
+  CostModel model;
+  ScheduleStats stats = balanceOrFail(plan, 100, model);
+  EXPECT_EQ(stats.steps, 2);
+  EXPECT_EQ(stats.stagingPeak, 60);
+  EXPECT_NE(stepOf(plan, 0), stepOf(plan, 1));
+  EXPECT_NE(stepOf(plan, 2), stepOf(plan, 3));
+  EXPECT_TRUE(isSorted(plan));
+  // Each step now takes one message's time, not two.
+  EXPECT_LT(model.cost(plan).predictedSeconds,
+            model.cost(firstFit).predictedSeconds);
+  EXPECT_DOUBLE_EQ(model.cost(plan).predictedSeconds,
+                   2 * model.messageSeconds(0, 1, 60));
+}
+
+TEST(Schedule, BalancedStepsKeepTheBudgetAndTheRounds) {
+  // Relayed bytes (round 1) still go after what they forward (round 0),
+  // and no step stages more than the budget.
+  Plan plan = planOf({{0, 1, 50},
+                      {0, 2, 50},
+                      {0, 3, 50},
+                      {4, 1, 30},
+                      {4, 2, 90},
+                      {1, 5, 50, 1},
+                      {2, 6, 50, 1}});
+  CostModel model;
+  ScheduleStats stats = balanceOrFail(plan, 100, model);
+  EXPECT_LE(stats.stagingPeak, 100);
+  int64_t lastOfRound0 = 0;
+  for (int32_t s = 0; s < 5; ++s)
+    lastOfRound0 = std::max(lastOfRound0, stepOf(plan, s));
+  EXPECT_GT(stepOf(plan, 5), lastOfRound0);
+  EXPECT_GT(stepOf(plan, 6), lastOfRound0);
+  EXPECT_EQ(stats.steps, plan.numSteps);
+  EXPECT_TRUE(isSorted(plan));
+}
+
 TEST(Schedule, EqualMessagesOrderByTheirParts) {
   Plan plan = planOf({{0, 1, 10}, {0, 1, 10}, {0, 1, 10}});
   std::swap(plan.messages[0], plan.messages[2]);

@@ -3,6 +3,7 @@
 #ifndef M2N_PLAN_SCHEDULE_H
 #define M2N_PLAN_SCHEDULE_H
 
+#include "m2n/Plan/CostModel.h"
 #include "m2n/Plan/Plan.h"
 
 #include "llvm/Support/Error.h"
@@ -12,6 +13,9 @@ namespace m2n::plan {
 struct ScheduleOptions {
   /// Staging bytes (pack plus unpack buffers) each rank may use in a step.
   int64_t stagingBudget = int64_t(1) << 30;
+  /// When set, each round's messages are spread over its steps so that
+  /// every rank is about as busy in each step, by this model's seconds.
+  const CostModel *model = nullptr;
 };
 
 struct ScheduleStats {

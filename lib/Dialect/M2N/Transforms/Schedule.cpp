@@ -39,6 +39,7 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
       return signalPassFailure();
     plan::ScheduleOptions options;
     options.stagingBudget = stagingBytes;
+    options.model = &*model;
     auto result = transformPlans(
         getOperation(), getAnalysis<PlanCache>(),
         [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {

@@ -3,12 +3,14 @@
 // RUN: not m2n-opt %s -split-input-file -m2n-decompose -m2n-fuse -m2n-schedule=staging-bytes=16 2>&1 | FileCheck %s --check-prefix=TIGHT
 
 // Three 32-byte packed messages leave rank 0, and its staging budget is 64
-// bytes: two fit in step 0, the third waits for step 1.
+// bytes: two fit in a step, so there are two steps. Spread to balance rank
+// 0's time, the first goes to step 0, the second to step 1, where rank 0
+// is less busy, and the third to step 0 again.
 // REPORT:      remark: refit @budget: 2 steps, 3 messages, 96 wire bytes, 0 local copy bytes, staging peak 64 bytes; predicted 30.0 us, lower bound 10.0 us (3.00x)
 // CHECK-LABEL: m2n.refit @budget attributes {num_steps = 2 : i64, staging_budget = 64 : i64}
 // CHECK:         m2n.message step 0 : 0 -> 1 bytes 32 parts [g0 s0 m0..1]
-// CHECK-NEXT:    m2n.message step 0 : 0 -> 2 bytes 32 parts [g0 s1 m0..1]
-// CHECK-NEXT:    m2n.message step 1 : 0 -> 3 bytes 32 parts [g0 s2 m0..1]
+// CHECK-NEXT:    m2n.message step 0 : 0 -> 3 bytes 32 parts [g0 s2 m0..1]
+// CHECK-NEXT:    m2n.message step 1 : 0 -> 2 bytes 32 parts [g0 s1 m0..1]
 // TIGHT: error: cannot schedule refit @budget: message from rank 0 to rank 1 (tensor "w") of 32 bytes needs more staging than the budget of 16 bytes per rank
 m2n.refit @budget {
   m2n.mesh @train shape [1] ranks [0]
