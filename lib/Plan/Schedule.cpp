@@ -1,11 +1,18 @@
 //===- Schedule.cpp - Ordering messages into steps ------------------------===//
 //
 // Rounds run one after another, each over a range of consecutive steps, so a
-// relay's forward always comes after what it forwards has arrived. Within a
-// round, messages are placed largest first into the earliest step where both
-// ends still have the staging room, and a new step opens when none has: a
-// greedy first-fit-decreasing packing that keeps the step count near the
-// fewest the budget allows.
+// relay's forward always comes after what it forwards has arrived.
+//
+// A plan takes, by the cost model, the sum over steps of its busiest rank's
+// time, so a step that one rank fills while others idle costs time that no
+// rank's total accounts for. With a cost model, a round therefore starts
+// with the fewest steps its busiest rank's staging allows, and its messages
+// go, largest first, each into the step with staging room where its two
+// ranks are least busy: every rank's work spreads evenly over the steps
+// (longest-processing-time first). A message that fits in no step opens
+// one. Without a model, messages go largest first into the earliest step
+// with room: first-fit decreasing, which keeps the step count near the
+// fewest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,8 +128,8 @@ void sortByKey(const Plan &plan, std::vector<MessageKey> &keys) {
   });
 }
 
-/// The staging bytes each rank uses in each step of one round, and, when
-/// the steps are balanced, its busy seconds in each direction.
+/// What each rank does in each step of one round: the staging bytes it
+/// uses and, when the steps are balanced, its busy seconds each way.
 class RoundSteps {
 public:
   RoundSteps(int64_t budget, const CostModel *model)
@@ -132,75 +139,83 @@ public:
   /// returns that step's index within the round.
   int64_t place(const Message &message) {
     int64_t bytes = stagingOf(message);
-    for (size_t step = 0; step < used.size(); ++step)
-      if (fits(used[step], message, bytes))
+    for (size_t step = 0; step < steps_.size(); ++step)
+      if (fits(steps_[step], message, bytes))
         return take(step, message, bytes);
-    addStep();
-    return take(used.size() - 1, message, bytes);
+    steps_.emplace_back();
+    return take(steps_.size() - 1, message, bytes);
   }
 
-  /// Places a message, of a round that `steps` steps hold, in the step with
-  /// room where its ends are least busy: each rank's work then spreads
-  /// evenly over the steps, and no step waits on a rank that others left
-  /// idle. A message that fits in none opens a step.
+  /// Places a message in the step with room where its ends are least busy:
+  /// each rank's work then spreads evenly over the steps, and no step waits
+  /// on a rank that others left idle. A message that fits in none opens a
+  /// step.
   int64_t balance(const Message &message) {
     int64_t bytes = stagingOf(message);
     std::optional<size_t> best;
     double bestSeconds = 0;
-    for (size_t step = 0; step < used.size(); ++step) {
-      if (!fits(used[step], message, bytes))
+    for (size_t step = 0; step < steps_.size(); ++step) {
+      const llvm::DenseMap<int64_t, RankStep> &ranks = steps_[step];
+      auto sender = ranks.find(message.sender);
+      auto receiver = ranks.find(message.receiver);
+      RankStep none;
+      const RankStep &from = sender == ranks.end() ? none : sender->second;
+      const RankStep &to = receiver == ranks.end() ? none : receiver->second;
+      if (!fits(from, to, message, bytes))
         continue;
-      double seconds = std::max(busy[step].lookup(message.sender).first,
-                                busy[step].lookup(message.receiver).second);
+      double seconds = std::max(from.sendSeconds, to.receiveSeconds);
       if (!best || seconds < bestSeconds) {
         best = step;
         bestSeconds = seconds;
       }
     }
     if (!best) {
-      addStep();
-      best = used.size() - 1;
+      steps_.emplace_back();
+      best = steps_.size() - 1;
     }
     return take(*best, message, bytes);
   }
 
   /// Opens `count` empty steps.
-  void open(int64_t count) {
-    for (int64_t i = 0; i < count; ++i)
-      addStep();
-  }
+  void open(int64_t count) { steps_.resize(steps_.size() + count); }
 
-  int64_t steps() const { return static_cast<int64_t>(used.size()); }
+  int64_t steps() const { return static_cast<int64_t>(steps_.size()); }
   int64_t peak() const { return peakBytes; }
 
 private:
-  bool fits(const llvm::DenseMap<int64_t, int64_t> &ranks,
+  struct RankStep {
+    int64_t staging = 0;
+    double sendSeconds = 0, receiveSeconds = 0;
+  };
+
+  bool fits(const RankStep &sender, const RankStep &receiver,
             const Message &message, int64_t bytes) const {
     if (bytes == 0)
       return true;
     // A message to oneself would be staged on both sides of the one rank.
     if (message.sender == message.receiver)
-      return ranks.lookup(message.sender) + 2 * bytes <= budget;
-    return ranks.lookup(message.sender) + bytes <= budget &&
-           ranks.lookup(message.receiver) + bytes <= budget;
+      return sender.staging + 2 * bytes <= budget;
+    return sender.staging + bytes <= budget &&
+           receiver.staging + bytes <= budget;
   }
-
-  void addStep() {
-    used.emplace_back();
-    busy.emplace_back();
+  bool fits(const llvm::DenseMap<int64_t, RankStep> &ranks,
+            const Message &message, int64_t bytes) const {
+    return bytes == 0 || fits(ranks.lookup(message.sender),
+                              ranks.lookup(message.receiver), message, bytes);
   }
 
   int64_t take(size_t step, const Message &message, int64_t bytes) {
+    llvm::DenseMap<int64_t, RankStep> &ranks = steps_[step];
     for (int64_t rank : {message.sender, message.receiver}) {
-      int64_t &rankBytes = used[step][rank];
+      int64_t &rankBytes = ranks[rank].staging;
       rankBytes += bytes;
       peakBytes = std::max(peakBytes, rankBytes);
     }
     if (model) {
       double seconds = model->messageSeconds(message.sender, message.receiver,
                                              message.bytes);
-      busy[step][message.sender].first += seconds;
-      busy[step][message.receiver].second += seconds;
+      ranks[message.sender].sendSeconds += seconds;
+      ranks[message.receiver].receiveSeconds += seconds;
     }
     return static_cast<int64_t>(step);
   }
@@ -208,10 +223,25 @@ private:
   int64_t budget;
   const CostModel *model;
   int64_t peakBytes = 0;
-  std::vector<llvm::DenseMap<int64_t, int64_t>> used;
-  /// Per step and rank: seconds sending and receiving.
-  std::vector<llvm::DenseMap<int64_t, std::pair<double, double>>> busy;
+  std::vector<llvm::DenseMap<int64_t, RankStep>> steps_;
 };
+/// The fewest steps that the messages `indices` of a round take within the
+/// staging budget: their busiest rank's staging over the budget.
+int64_t fewestSteps(const Plan &plan, llvm::ArrayRef<size_t> indices,
+                    int64_t budget) {
+  llvm::DenseMap<int64_t, int64_t> staging;
+  int64_t most = 0;
+  for (size_t i : indices) {
+    const Message &message = plan.messages[i];
+    for (int64_t rank : {message.sender, message.receiver}) {
+      int64_t &bytes = staging[rank];
+      bytes += stagingOf(message);
+      most = std::max(most, bytes);
+    }
+  }
+  return std::max<int64_t>(1, (most + budget - 1) / budget);
+}
+
 } // namespace
 
 llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
@@ -237,28 +267,24 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
   int64_t firstStep = 0;
   for (auto &[round, indices] : byRound) {
     // Largest first packs tightest; the rest only makes the order total.
+    // Balancing goes by a message's bytes, zero-copy ones too; first fit by
+    // its staging.
     std::vector<MessageKey> keys;
     keys.reserve(indices.size());
-    for (size_t i : indices)
-      keys.emplace_back(-stagingOf(plan.messages[i]), plan.messages[i], i);
+    for (size_t i : indices) {
+      const Message &message = plan.messages[i];
+      keys.emplace_back(options.model ? -message.bytes : -stagingOf(message),
+                        message, i);
+    }
     sortByKey(plan, keys);
     RoundSteps steps(budget, options.model);
-    for (const MessageKey &key : keys)
-      plan.messages[key.index].step =
-          firstStep + steps.place(plan.messages[key.index]);
-    if (options.model) {
-      // First fit finds how few steps the budget allows; the messages then
-      // go again, largest first (zero-copy ones too), into that many steps,
-      // each to where its ranks are least busy.
-      for (MessageKey &key : keys)
-        key.first = -plan.messages[key.index].bytes;
-      sortByKey(plan, keys);
-      RoundSteps balanced(budget, options.model);
-      balanced.open(steps.steps());
-      for (const MessageKey &key : keys)
-        plan.messages[key.index].step =
-            firstStep + balanced.balance(plan.messages[key.index]);
-      steps = std::move(balanced);
+    if (options.model)
+      steps.open(fewestSteps(plan, indices, budget));
+    for (const MessageKey &key : keys) {
+      const Message &message = plan.messages[key.index];
+      int64_t step =
+          options.model ? steps.balance(message) : steps.place(message);
+      plan.messages[key.index].step = firstStep + step;
     }
     firstStep += steps.steps();
     stats.stagingPeak = std::max(stats.stagingPeak, steps.peak());

@@ -121,9 +121,10 @@ def SchedulePass : Pass<"m2n-schedule", "mlir::ModuleOp"> {
   let summary = "Order messages into steps under a staging budget";
   let description = [{
     Places every message in a step: later relay rounds after earlier ones,
-    each rank's staging bytes per step within the budget, and messages
-    sorted so that every rank issues its sends and receives in an order that
-    matches its peers. Records `num_steps` and `staging_budget` on the
+    each rank's staging bytes per step within the budget, each rank's
+    seconds by the cost model spread evenly over a round's steps (the
+    fewest the budget allows), and messages sorted so that every rank
+    issues its sends and receives in an order that matches its peers. Records `num_steps` and `staging_budget` on the
     refit. With `report`, a remark gives each plan's steps, messages, bytes,
     staging peak, and the cost model's time against the lower bound.
   }];
