@@ -411,12 +411,14 @@ TEST(RandomRefitTest, WholePipelineRunsRight) {
     Plan plan = planFromSpec(spec);
     decompose(plan);
     balance(plan, randomBalanceOptions(random));
-    RelayStats relayStats = relay(plan, randomCostModel(random), RelayOptions());
+    CostModel model = randomCostModel(random);
+    RelayStats relayStats = relay(plan, model, RelayOptions());
     coalesce(plan);
     int64_t bucket = random.between(1, 64);
     FuseStats fuseStats = fuse(plan, FuseOptions{bucket});
     ScheduleOptions scheduleOptions;
     scheduleOptions.stagingBudget = 2 * bucket + random.between(0, 64);
+    scheduleOptions.model = &model;
     llvm::Expected<ScheduleStats> scheduled = schedule(plan, scheduleOptions);
     ASSERT_TRUE(bool(scheduled))
         << "seed " << seed << "\n"
