@@ -21,9 +21,12 @@
 
 #include "LayoutIndex.h"
 
+#include "m2n/Plan/Parallel.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <tuple>
 
@@ -138,52 +141,73 @@ int32_t containingBox(const LayoutIndex &src, const Slice &slice) {
   return src.findContaining(slice.box);
 }
 
-/// The regions to balance, and the senders' loads.
+/// The regions of group `g` to balance, and its slices' part of the
+/// senders' loads.
+void collectGroupRegions(const Plan &plan, size_t g, const RankTable &table,
+                         const BalanceOptions &options, SendLoads &loads,
+                         std::vector<Region> &regions) {
+  const TransferGroup &group = plan.groups[g];
+  LayoutIndex src(plan, group.shape, group.src);
+  for (size_t i = 0; i < group.slices.size(); ++i) {
+    const Slice &slice = group.slices[i];
+    if (!isRemote(slice))
+      continue;
+    // A malformed slice, whose size may not even be computable, weighs
+    // nothing and stays as it is.
+    bool within = isWithinTensor(slice.box, group.shape);
+    int64_t weight = within ? sliceBytes(group, slice) *
+                                  static_cast<int64_t>(group.members.size())
+                            : 0;
+    int32_t sender = table.index(slice.sender);
+    loads.before[sender] += weight;
+    int32_t id = within && isBalanced(slice) ? containingBox(src, slice) : -1;
+    llvm::ArrayRef<int64_t> holders =
+        id >= 0 ? src.holders(id) : llvm::ArrayRef<int64_t>();
+    if (holders.empty()) {
+      loads.unbalanced[sender] += weight;
+      continue;
+    }
+    if (soleHolder(holders, slice.receiver) == slice.sender) {
+      loads.soleHolder[sender] += weight;
+      continue;
+    }
+    Region region;
+    // The receiver is never among them: it would have a local copy.
+    for (int64_t holder : holders)
+      if (holder != slice.receiver)
+        region.holders.push_back(table.index(holder));
+    region.group = static_cast<int32_t>(g);
+    region.slice = static_cast<int32_t>(i);
+    region.weight = weight;
+    // A scalar has no dimension to split along.
+    region.splittable = options.split && weight >= options.minSplitBytes &&
+                        region.holders.size() > 1 &&
+                        !slice.box.sizes.empty() &&
+                        slice.box.sizes[splitDim(slice.box)] > 1;
+    regions.push_back(std::move(region));
+  }
+}
+
+/// The regions to balance, in plan order, and the senders' loads. Groups
+/// are looked through on `options.pool`, each into loads of its own.
 std::vector<Region> collectRegions(const Plan &plan, const RankTable &table,
                                    const BalanceOptions &options,
                                    SendLoads &loads) {
+  std::vector<SendLoads> groupLoads(plan.groups.size(), loads);
+  std::vector<std::vector<Region>> groupRegions(plan.groups.size());
+  forEachGroup(plan, options.pool, [&](size_t g) {
+    collectGroupRegions(plan, g, table, options, groupLoads[g],
+                        groupRegions[g]);
+  });
   std::vector<Region> regions;
   for (size_t g = 0; g < plan.groups.size(); ++g) {
-    const TransferGroup &group = plan.groups[g];
-    LayoutIndex src(plan, group.shape, group.src);
-    for (size_t i = 0; i < group.slices.size(); ++i) {
-      const Slice &slice = group.slices[i];
-      if (!isRemote(slice))
-        continue;
-      // A malformed slice, whose size may not even be computable, weighs
-      // nothing and stays as it is.
-      bool within = isWithinTensor(slice.box, group.shape);
-      int64_t weight = within ? sliceBytes(group, slice) *
-                                    static_cast<int64_t>(group.members.size())
-                              : 0;
-      int32_t sender = table.index(slice.sender);
-      loads.before[sender] += weight;
-      int32_t id = within && isBalanced(slice) ? containingBox(src, slice) : -1;
-      llvm::ArrayRef<int64_t> holders =
-          id >= 0 ? src.holders(id) : llvm::ArrayRef<int64_t>();
-      if (holders.empty()) {
-        loads.unbalanced[sender] += weight;
-        continue;
-      }
-      if (soleHolder(holders, slice.receiver) == slice.sender) {
-        loads.soleHolder[sender] += weight;
-        continue;
-      }
-      Region region;
-      // The receiver is never among them: it would have a local copy.
-      for (int64_t holder : holders)
-        if (holder != slice.receiver)
-          region.holders.push_back(table.index(holder));
-      region.group = static_cast<int32_t>(g);
-      region.slice = static_cast<int32_t>(i);
-      region.weight = weight;
-      // A scalar has no dimension to split along.
-      region.splittable = options.split && weight >= options.minSplitBytes &&
-                          region.holders.size() > 1 &&
-                          !slice.box.sizes.empty() &&
-                          slice.box.sizes[splitDim(slice.box)] > 1;
-      regions.push_back(std::move(region));
+    for (size_t rank = 0; rank < table.size(); ++rank) {
+      loads.unbalanced[rank] += groupLoads[g].unbalanced[rank];
+      loads.soleHolder[rank] += groupLoads[g].soleHolder[rank];
+      loads.before[rank] += groupLoads[g].before[rank];
     }
+    std::move(groupRegions[g].begin(), groupRegions[g].end(),
+              std::back_inserter(regions));
   }
   return regions;
 }

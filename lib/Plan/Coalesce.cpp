@@ -10,6 +10,8 @@
 
 #include "m2n/Plan/Coalesce.h"
 
+#include "m2n/Plan/Parallel.h"
+
 #include "LayoutIndex.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -232,13 +234,14 @@ llvm::SmallVector<StridedRuns, 2> describe(const Box &slice,
 
 } // namespace
 
-CoalesceStats m2n::plan::coalesce(Plan &plan) {
+CoalesceStats m2n::plan::coalesce(Plan &plan,
+                                  llvm::ThreadPoolInterface *pool) {
   CoalesceStats stats;
-  for (TransferGroup &group : plan.groups) {
+  for (const TransferGroup &group : plan.groups)
     stats.slicesBefore += static_cast<int64_t>(group.slices.size());
-    coalesceGroup(group);
+  forEachGroup(plan, pool, [&](size_t g) { coalesceGroup(plan.groups[g]); });
+  for (const TransferGroup &group : plan.groups)
     stats.slicesAfter += static_cast<int64_t>(group.slices.size());
-  }
   return stats;
 }
 

@@ -12,6 +12,8 @@
 
 #include "LayoutIndex.h"
 
+#include "m2n/Plan/Parallel.h"
+
 using namespace m2n;
 using namespace m2n::plan;
 
@@ -81,9 +83,19 @@ std::vector<Slice> decomposeGroup(const Plan &plan, const TransferGroup &group,
 
 } // namespace
 
-DecomposeStats m2n::plan::decompose(Plan &plan) {
+DecomposeStats m2n::plan::decompose(Plan &plan,
+                                    llvm::ThreadPoolInterface *pool) {
+  std::vector<DecomposeStats> groupStats(plan.groups.size());
+  forEachGroup(plan, pool, [&](size_t g) {
+    plan.groups[g].slices =
+        decomposeGroup(plan, plan.groups[g], groupStats[g]);
+  });
   DecomposeStats stats;
-  for (TransferGroup &group : plan.groups)
-    group.slices = decomposeGroup(plan, group, stats);
+  for (const DecomposeStats &group : groupStats) {
+    stats.remoteSlices += group.remoteSlices;
+    stats.wireBytes += group.wireBytes;
+    stats.localCopies += group.localCopies;
+    stats.localBytes += group.localBytes;
+  }
   return stats;
 }

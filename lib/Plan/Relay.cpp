@@ -528,9 +528,14 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
   RelayStats stats;
   // A relay needs a round to reach the first receiver and one to forward.
   if (options.enable && options.maxRounds >= 2) {
+    // Each group's regions are found on their own, on options.pool.
+    std::vector<std::vector<Region>> groupRegions(plan.groups.size());
+    forEachGroup(plan, options.pool, [&](size_t g) {
+      findRegions(plan, static_cast<int32_t>(g), groupRegions[g]);
+    });
     std::vector<Region> regions;
-    for (size_t g = 0; g < plan.groups.size(); ++g)
-      findRegions(plan, static_cast<int32_t>(g), regions);
+    for (std::vector<Region> &found : groupRegions)
+      std::move(found.begin(), found.end(), std::back_inserter(regions));
     // Largest saving first: those decide the busiest ranks. Equal savings
     // keep the order of discovery, by group and then by box.
     auto saving = [](const Region &region) {

@@ -3,6 +3,7 @@
 #ifndef M2N_PLAN_BALANCE_H
 #define M2N_PLAN_BALANCE_H
 
+#include "m2n/Plan/Parallel.h"
 #include "m2n/Plan/Plan.h"
 
 namespace m2n::plan {
@@ -12,6 +13,8 @@ struct BalanceOptions {
   bool split = true;
   /// Regions smaller than this (bytes, all members) are never split.
   int64_t minSplitBytes = int64_t(1) << 20;
+  /// Where groups may be looked through at once (see forEachGroup).
+  llvm::ThreadPoolInterface *pool = nullptr;
 };
 
 struct BalanceStats {

@@ -3,6 +3,7 @@
 #ifndef M2N_PLAN_COALESCE_H
 #define M2N_PLAN_COALESCE_H
 
+#include "m2n/Plan/Parallel.h"
 #include "m2n/Plan/Plan.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -18,7 +19,7 @@ struct CoalesceStats {
 /// whose boxes are adjacent along one dimension and equal in all others, so
 /// that their union is one box, repeatedly until none merge. Such a union is
 /// adjacent in memory on both sides whenever the parts were.
-CoalesceStats coalesce(Plan &plan);
+CoalesceStats coalesce(Plan &plan, llvm::ThreadPoolInterface *pool = nullptr);
 
 /// A slice of a row-major buffer as strided runs: `count[i]` repetitions at
 /// `stride[i]` bytes for each outer level i (outermost first), of one

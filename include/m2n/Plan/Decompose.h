@@ -3,6 +3,7 @@
 #ifndef M2N_PLAN_DECOMPOSE_H
 #define M2N_PLAN_DECOMPOSE_H
 
+#include "m2n/Plan/Parallel.h"
 #include "m2n/Plan/Plan.h"
 
 namespace m2n::plan {
@@ -24,7 +25,9 @@ struct DecomposeStats {
 /// chooses better). Regions are the intersections of the destination box
 /// with the distinct source boxes, which are disjoint, so no byte reaches a
 /// rank twice. Replaces any slices the groups had.
-DecomposeStats decompose(Plan &plan);
+/// Gives every group its slices; groups are decomposed on `pool` when
+/// there is one (see forEachGroup).
+DecomposeStats decompose(Plan &plan, llvm::ThreadPoolInterface *pool = nullptr);
 
 } // namespace m2n::plan
 

@@ -4,6 +4,7 @@
 #define M2N_PLAN_RELAY_H
 
 #include "m2n/Plan/CostModel.h"
+#include "m2n/Plan/Parallel.h"
 
 namespace m2n::plan {
 
@@ -14,6 +15,8 @@ struct RelayOptions {
   int64_t chunkBytes = 0;
   /// Most rounds a plan may use.
   int32_t maxRounds = 64;
+  /// Where groups may be looked through at once (see forEachGroup).
+  llvm::ThreadPoolInterface *pool = nullptr;
 };
 
 struct RelayStats {

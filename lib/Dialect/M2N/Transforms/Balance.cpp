@@ -17,6 +17,7 @@ struct BalancePass : impl::BalancePassBase<BalancePass> {
     plan::BalanceOptions options;
     options.split = split;
     options.minSplitBytes = minSplitBytes;
+    options.pool = groupPool(&getContext());
     auto result = transformPlans(
         getOperation(), getAnalysis<PlanCache>(),
         [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {

@@ -17,7 +17,8 @@ struct CoalescePass : impl::CoalescePassBase<CoalescePass> {
         [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
           if (mlir::failed(checkNotFused(refit, plan, "m2n-coalesce")))
             return mlir::failure();
-          plan::CoalesceStats stats = plan::coalesce(plan);
+          plan::CoalesceStats stats =
+              plan::coalesce(plan, groupPool(&getContext()));
           slicesBefore += stats.slicesBefore;
           slicesAfter += stats.slicesAfter;
           return mlir::success();

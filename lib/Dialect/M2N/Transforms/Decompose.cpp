@@ -21,7 +21,8 @@ struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
       if (mlir::failed(spec))
         return signalPassFailure();
       plan::Plan plan = plan::planFromSpec(*spec);
-      plan::DecomposeStats stats = plan::decompose(plan);
+      plan::DecomposeStats stats =
+          plan::decompose(plan, groupPool(&getContext()));
       writeTransfers(refit, plan);
       numGroups += plan.groups.size();
       numRemoteSlices += stats.remoteSlices;

@@ -3,6 +3,7 @@
 #include "m2n/Dialect/M2N/Transforms/PlanIR.h"
 
 #include "m2n/Dialect/M2N/IR/DTypes.h"
+#include "m2n/Plan/Parallel.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -17,6 +18,11 @@ constexpr int64_t kPartWidth = 4;
 
 InFlightDiagnostic emitRefitError(RefitOp refit) {
   return mlir::emitError(refit.getLoc());
+}
+
+llvm::ThreadPoolInterface *groupPool(MLIRContext *context) {
+  return context->isMultithreadingEnabled() ? &context->getThreadPool()
+                                            : nullptr;
 }
 
 void emitUnsoundPlan(RefitOp refit, ArrayRef<std::string> problems) {
@@ -104,15 +110,20 @@ void writeTransfers(RefitOp refit, const plan::Plan &plan) {
   MLIRContext *context = refit.getContext();
   llvm::StringMap<Value> values = tensorValues(refit);
   SmallVector<ReshardOp> reshards(refit.getBody().getOps<ReshardOp>());
+  // The tables are most of the work, and independent: they are built on
+  // the context's threads, whose attribute uniquing is thread-safe.
+  std::vector<DenseI64ArrayAttr> tables(plan.groups.size());
+  plan::forEachGroup(plan, groupPool(context), [&](size_t g) {
+    tables[g] = buildSliceTable(context, plan.groups[g]);
+  });
   OpBuilder builder = OpBuilder::atBlockEnd(&refit.getBody().front());
-  for (const plan::TransferGroup &group : plan.groups) {
+  for (auto [group, table] : llvm::zip(plan.groups, tables)) {
     SmallVector<Value> operands;
     for (int32_t member : group.members)
       operands.push_back(values.lookup(plan.tensors[member].name));
     TransfersOp::create(builder, refit.getLoc(), operands,
                         buildLayout(context, plan, group.src),
-                        buildLayout(context, plan, group.dst),
-                        buildSliceTable(context, group));
+                        buildLayout(context, plan, group.dst), table);
   }
   for (ReshardOp reshard : reshards)
     reshard.erase();
@@ -250,14 +261,17 @@ static bool holdsSlices(ArrayRef<int64_t> table,
 /// so only the tables that changed are replaced.
 static void writeSliceTables(RefitOp refit, const plan::Plan &plan) {
   MLIRContext *context = refit.getContext();
-  SmallVector<int64_t> table;
-  for (auto [transfers, group] :
-       llvm::zip(refit.getBody().getOps<TransfersOp>(), plan.groups)) {
-    if (holdsSlices(transfers.getSlices(), group))
-      continue;
-    fillSliceTable(group, table);
-    transfers.setSlicesAttr(DenseI64ArrayAttr::get(context, table));
-  }
+  SmallVector<TransfersOp> ops(refit.getBody().getOps<TransfersOp>());
+  // Groups are compared, and their new tables built, on the context's
+  // threads; the ops are changed on this one.
+  std::vector<DenseI64ArrayAttr> tables(plan.groups.size());
+  plan::forEachGroup(plan, groupPool(context), [&](size_t g) {
+    if (g < ops.size() && !holdsSlices(ops[g].getSlices(), plan.groups[g]))
+      tables[g] = buildSliceTable(context, plan.groups[g]);
+  });
+  for (auto [op, table] : llvm::zip(ops, tables))
+    if (table)
+      op.setSlicesAttr(table);
 }
 
 static void fillParts(const plan::Message &message,

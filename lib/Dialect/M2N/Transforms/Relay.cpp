@@ -21,6 +21,7 @@ struct RelayPass : impl::RelayPassBase<RelayPass> {
     plan::RelayOptions options;
     options.chunkBytes = chunkBytes;
     options.maxRounds = maxRounds;
+    options.pool = groupPool(&getContext());
     auto result = transformPlans(
         getOperation(), getAnalysis<PlanCache>(),
         [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {

@@ -17,6 +17,7 @@
 
 #include "m2n/Dialect/M2N/IR/M2NOps.h"
 #include "m2n/Plan/CostModel.h"
+#include "m2n/Plan/Parallel.h"
 #include "m2n/Plan/Plan.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -26,6 +27,10 @@ namespace m2n {
 /// An error at the refit's location. Unlike refit.emitError(), it does not
 /// print the op, which for a real model is megabytes of IR.
 mlir::InFlightDiagnostic emitRefitError(RefitOp refit);
+
+/// The thread pool that a pass on `context` may share its plan's groups
+/// out on (see plan::forEachGroup): none when threading is off.
+llvm::ThreadPoolInterface *groupPool(mlir::MLIRContext *context);
 
 /// Reports the problems verifyPlan found in the plan of `refit`: the first
 /// as an error, the others as its notes.
