@@ -129,21 +129,30 @@ void sortByKey(const Plan &plan, std::vector<MessageKey> &keys) {
 }
 
 /// What each rank does in each step of one round: the staging bytes it
-/// uses and, when the steps are balanced, its busy seconds each way.
+/// uses and, when the steps are balanced, its busy seconds each way. Ranks
+/// are numbered densely and each has a row of steps, so that placing a
+/// message, which looks at every step of its two ranks, reads two short
+/// rows: a real round has tens of thousands of messages and may have a
+/// hundred steps.
 class RoundSteps {
 public:
-  RoundSteps(int64_t budget, const CostModel *model)
-      : budget(budget), model(model) {}
+  RoundSteps(const Plan &plan, llvm::ArrayRef<size_t> indices, int64_t budget,
+             const CostModel *model)
+      : budget(budget), model(model), ranks(roundRanks(plan, indices)),
+        index(ranks) {}
 
   /// Places a message in the earliest step with room at both ends and
   /// returns that step's index within the round.
   int64_t place(const Message &message) {
     int64_t bytes = stagingOf(message);
-    for (size_t step = 0; step < steps_.size(); ++step)
-      if (fits(steps_[step], message, bytes))
+    auto [from, to] = slots(message);
+    const int64_t *sent = &staging[from * capacity];
+    const int64_t *received = &staging[to * capacity];
+    for (size_t step = 0; step < numSteps; ++step)
+      if (fits(sent[step], received[step], message, bytes))
         return take(step, message, bytes);
-    steps_.emplace_back();
-    return take(steps_.size() - 1, message, bytes);
+    open(1);
+    return take(numSteps - 1, message, bytes);
   }
 
   /// Places a message in the step with room where its ends are least busy:
@@ -152,70 +161,97 @@ public:
   /// step.
   int64_t balance(const Message &message) {
     int64_t bytes = stagingOf(message);
+    auto [from, to] = slots(message);
+    const int64_t *sent = &staging[from * capacity];
+    const int64_t *received = &staging[to * capacity];
+    const double *sending = &sendSeconds[from * capacity];
+    const double *receiving = &receiveSeconds[to * capacity];
     std::optional<size_t> best;
     double bestSeconds = 0;
-    for (size_t step = 0; step < steps_.size(); ++step) {
-      const llvm::DenseMap<int64_t, RankStep> &ranks = steps_[step];
-      auto sender = ranks.find(message.sender);
-      auto receiver = ranks.find(message.receiver);
-      RankStep none;
-      const RankStep &from = sender == ranks.end() ? none : sender->second;
-      const RankStep &to = receiver == ranks.end() ? none : receiver->second;
-      if (!fits(from, to, message, bytes))
-        continue;
-      double seconds = std::max(from.sendSeconds, to.receiveSeconds);
-      if (!best || seconds < bestSeconds) {
+    for (size_t step = 0; step < numSteps; ++step) {
+      double seconds = std::max(sending[step], receiving[step]);
+      if ((!best || seconds < bestSeconds) &&
+          fits(sent[step], received[step], message, bytes)) {
         best = step;
         bestSeconds = seconds;
       }
     }
     if (!best) {
-      steps_.emplace_back();
-      best = steps_.size() - 1;
+      open(1);
+      best = numSteps - 1;
     }
     return take(*best, message, bytes);
   }
 
   /// Opens `count` empty steps.
-  void open(int64_t count) { steps_.resize(steps_.size() + count); }
+  void open(int64_t count) {
+    numSteps += static_cast<size_t>(count);
+    if (numSteps <= capacity)
+      return;
+    // Rows grow by doubling, so that opening steps one at a time stays
+    // linear.
+    size_t grown = std::max(numSteps, 2 * capacity);
+    for (std::vector<int64_t> *table : {&staging})
+      regrow(*table, grown);
+    for (std::vector<double> *table : {&sendSeconds, &receiveSeconds})
+      regrow(*table, grown);
+    capacity = grown;
+  }
 
-  int64_t steps() const { return static_cast<int64_t>(steps_.size()); }
+  int64_t steps() const { return static_cast<int64_t>(numSteps); }
   int64_t peak() const { return peakBytes; }
 
 private:
-  struct RankStep {
-    int64_t staging = 0;
-    double sendSeconds = 0, receiveSeconds = 0;
-  };
+  /// The distinct ranks of the messages `indices`.
+  static std::vector<int64_t> roundRanks(const Plan &plan,
+                                         llvm::ArrayRef<size_t> indices) {
+    std::vector<int64_t> result;
+    result.reserve(2 * indices.size());
+    for (size_t i : indices) {
+      result.push_back(plan.messages[i].sender);
+      result.push_back(plan.messages[i].receiver);
+    }
+    llvm::sort(result);
+    result.erase(llvm::unique(result), result.end());
+    return result;
+  }
 
-  bool fits(const RankStep &sender, const RankStep &receiver,
-            const Message &message, int64_t bytes) const {
+  /// Gives every rank's row `grown` steps, keeping what it holds.
+  template <typename T> void regrow(std::vector<T> &table, size_t grown) {
+    std::vector<T> wider(ranks.size() * grown, T());
+    for (size_t slot = 0; slot < ranks.size(); ++slot)
+      std::copy_n(table.begin() + slot * capacity, capacity,
+                  wider.begin() + slot * grown);
+    table = std::move(wider);
+  }
+
+  std::pair<size_t, size_t> slots(const Message &message) const {
+    return {static_cast<size_t>(index.find(message.sender)),
+            static_cast<size_t>(index.find(message.receiver))};
+  }
+
+  bool fits(int64_t sent, int64_t received, const Message &message,
+            int64_t bytes) const {
     if (bytes == 0)
       return true;
     // A message to oneself would be staged on both sides of the one rank.
     if (message.sender == message.receiver)
-      return sender.staging + 2 * bytes <= budget;
-    return sender.staging + bytes <= budget &&
-           receiver.staging + bytes <= budget;
-  }
-  bool fits(const llvm::DenseMap<int64_t, RankStep> &ranks,
-            const Message &message, int64_t bytes) const {
-    return bytes == 0 || fits(ranks.lookup(message.sender),
-                              ranks.lookup(message.receiver), message, bytes);
+      return sent + 2 * bytes <= budget;
+    return sent + bytes <= budget && received + bytes <= budget;
   }
 
   int64_t take(size_t step, const Message &message, int64_t bytes) {
-    llvm::DenseMap<int64_t, RankStep> &ranks = steps_[step];
-    for (int64_t rank : {message.sender, message.receiver}) {
-      int64_t &rankBytes = ranks[rank].staging;
+    auto [from, to] = slots(message);
+    for (size_t slot : {from, to}) {
+      int64_t &rankBytes = staging[slot * capacity + step];
       rankBytes += bytes;
       peakBytes = std::max(peakBytes, rankBytes);
     }
     if (model) {
       double seconds = model->messageSeconds(message.sender, message.receiver,
                                              message.bytes);
-      ranks[message.sender].sendSeconds += seconds;
-      ranks[message.receiver].receiveSeconds += seconds;
+      sendSeconds[from * capacity + step] += seconds;
+      receiveSeconds[to * capacity + step] += seconds;
     }
     return static_cast<int64_t>(step);
   }
@@ -223,8 +259,15 @@ private:
   int64_t budget;
   const CostModel *model;
   int64_t peakBytes = 0;
-  std::vector<llvm::DenseMap<int64_t, RankStep>> steps_;
+  std::vector<int64_t> ranks;
+  RankIndex index;
+  size_t numSteps = 0;
+  /// Rank slot r, step s: [r * capacity + s], for s < numSteps <= capacity.
+  size_t capacity = 0;
+  std::vector<int64_t> staging;
+  std::vector<double> sendSeconds, receiveSeconds;
 };
+
 /// The fewest steps that the messages `indices` of a round take within the
 /// staging budget: their busiest rank's staging over the budget.
 int64_t fewestSteps(const Plan &plan, llvm::ArrayRef<size_t> indices,
@@ -277,7 +320,7 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
                         message, i);
     }
     sortByKey(plan, keys);
-    RoundSteps steps(budget, options.model);
+    RoundSteps steps(plan, indices, budget, options.model);
     if (options.model)
       steps.open(fewestSteps(plan, indices, budget));
     for (const MessageKey &key : keys) {
