@@ -85,6 +85,13 @@ struct Region {
   std::vector<int64_t> receivers;
   /// The group's slices that bring it to them now.
   std::vector<size_t> slices;
+  /// Per slice of `slices`: its sender, receiver and bytes (all members),
+  /// read where the region is found. Deciding on the region reads them
+  /// again and again, and a slice is large and far from the last one.
+  struct Transfer {
+    int64_t sender, receiver, bytes;
+  };
+  std::vector<Transfer> transfers;
 };
 
 /// How a region travels when relayed: the root (a source holder) sends it
@@ -234,9 +241,18 @@ static void findRegions(const Plan &plan, int32_t g,
       region.receivers.push_back(group.slices[i].receiver);
     sortUnique(region.receivers);
     region.slices = std::move(slices);
-    if (region.receivers.size() >= 2 && region.bytes > 0 &&
-        coversExactly(group, region))
-      regions.push_back(std::move(region));
+    if (region.receivers.size() < 2 || region.bytes <= 0 ||
+        !coversExactly(group, region))
+      continue;
+    region.transfers.reserve(region.slices.size());
+    for (size_t i : region.slices) {
+      const Slice &slice = group.slices[i];
+      region.transfers.push_back(
+          {slice.sender, slice.receiver,
+           sliceBytes(group, slice) *
+               static_cast<int64_t>(group.members.size())});
+    }
+    regions.push_back(std::move(region));
   }
 }
 
@@ -331,14 +347,14 @@ struct TreeBasis {
   /// fan-out tried reads them all.
   std::vector<std::pair<double, double>> loadsBefore;
 
-  TreeBasis(const Region &region, const TransferGroup &group, int64_t root,
-            const Loads &loads, const CostModel &model)
+  TreeBasis(const Region &region, int64_t root, const Loads &loads,
+            const CostModel &model)
       : root(root), order(receiverOrder(region, root, model)) {
     // The receivers are sorted; the senders are few, and repeat.
     std::vector<int64_t> senders = {root};
-    for (size_t i : region.slices)
-      if (group.slices[i].sender != senders.back())
-        senders.push_back(group.slices[i].sender);
+    for (const Region::Transfer &transfer : region.transfers)
+      if (transfer.sender != senders.back())
+        senders.push_back(transfer.sender);
     sortUnique(senders);
     involved.reserve(region.receivers.size() + senders.size());
     std::merge(region.receivers.begin(), region.receivers.end(),
@@ -467,11 +483,10 @@ static std::vector<int64_t> fanOuts(int64_t receivers) {
 /// The best relay of `region`, or nullopt when sending it directly is
 /// estimated to be at least as fast. `loads` must exclude the region.
 static std::optional<Tree>
-chooseTree(const Region &region, const TransferGroup &group, const Loads &loads,
+chooseTree(const Region &region, const Loads &loads,
            const CostModel &model, const RelayOptions &options,
            double directSeconds) {
-  TreeBasis basis(region, group, chooseRoot(region, loads, model), loads,
-                  model);
+  TreeBasis basis(region, chooseRoot(region, loads, model), loads, model);
   std::optional<Tree> best;
   std::vector<std::pair<double, double>> own;
   for (int64_t fanOut :
@@ -551,22 +566,19 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
     std::vector<std::vector<Slice>> added(plan.groups.size());
     for (const Region &region : regions) {
       TransferGroup &group = plan.groups[region.group];
-      int64_t members = static_cast<int64_t>(group.members.size());
       std::vector<int64_t> direct = region.receivers;
-      for (size_t i : region.slices)
-        direct.push_back(group.slices[i].sender);
+      for (const Region::Transfer &transfer : region.transfers)
+        direct.push_back(transfer.sender);
       double directSeconds =
           loads.busiest(direct) + model.getTopology().latencySeconds;
       auto addDirect = [&](double scale) {
-        for (size_t i : region.slices) {
-          const Slice &slice = group.slices[i];
-          loads.add(model, slice.sender, slice.receiver,
-                    sliceBytes(group, slice) * members, scale);
-        }
+        for (const Region::Transfer &transfer : region.transfers)
+          loads.add(model, transfer.sender, transfer.receiver, transfer.bytes,
+                    scale);
       };
       addDirect(-1);
       std::optional<Tree> tree =
-          chooseTree(region, group, loads, model, options, directSeconds);
+          chooseTree(region, loads, model, options, directSeconds);
       if (!tree) {
         addDirect(1);
         continue;
