@@ -542,6 +542,8 @@ void Verifier::checkMessage(size_t m) {
   int64_t bytes = 0;
   bool partsValid = true;
   for (size_t p = 0; p < message.parts.size(); ++p) {
+    if (p + 1 < message.parts.size())
+      prefetchSlice(plan, message.parts[p + 1]);
     if (!checkPart(m, p)) {
       partsValid = false;
       continue;

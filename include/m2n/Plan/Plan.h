@@ -139,6 +139,21 @@ inline int64_t sliceBytes(const TransferGroup &group, const Slice &slice) {
   return slice.box.volume() * group.elementBytes();
 }
 
+/// Asks the processor for the slice that `part` names, if it names one, so
+/// that it is in cache when used: a message's parts name slices all over the
+/// plan, and passes that walk them fetch the next while using this one.
+inline void prefetchSlice(const Plan &plan, const MessagePart &part) {
+  if (part.group < 0 ||
+      part.group >= static_cast<int32_t>(plan.groups.size()) ||
+      part.slice < 0 ||
+      part.slice >= static_cast<int32_t>(plan.groups[part.group].slices.size()))
+    return;
+  const char *slice = reinterpret_cast<const char *>(
+      &plan.groups[part.group].slices[part.slice]);
+  for (size_t line = 0; line < sizeof(Slice); line += 64)
+    __builtin_prefetch(slice + line);
+}
+
 /// The order of TransferGroup::slices: (round, receiver, sender, box
 /// offsets), then origin and box sizes, so that the order is total and every
 /// pass that re-sorts a group's slices gets the same result.

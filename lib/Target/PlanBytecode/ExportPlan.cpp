@@ -243,7 +243,11 @@ private:
     /// tensor `first` on, whose bindings are consecutive.
     template <typename Fn>
     void forEachPart(const Message &message, Fn fn) const {
-      for (const MessagePart &part : message.parts) {
+      llvm::ArrayRef<MessagePart> parts = message.parts;
+      for (size_t p = 0; p < parts.size(); ++p) {
+        if (p + 1 < parts.size())
+          plan::prefetchSlice(plan, parts[p + 1]);
+        const MessagePart &part = parts[p];
         const TransferGroup &group = plan.groups[part.group];
         fn(group, group.slices[part.slice], group.members[part.memberBegin],
            static_cast<uint32_t>(part.memberEnd - part.memberBegin));
