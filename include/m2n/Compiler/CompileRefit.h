@@ -41,10 +41,10 @@ struct CompileHooks {
 
 /// Compiles the one `m2n.refit` of `module`, as imported from a spec, into
 /// a plan file. The pipeline runs without its last pass, m2n-verify: the
-/// plan is checked by the same function on a second thread while this one
-/// exports it, and the IR is verified there too, once. Neither thread
-/// writes what the other reads. A plan that fails the check is reported as
-/// m2n-verify reports it, and no bytes come back. Diagnostics go to the
+/// plan is checked by the same function, and the IR verified, on threads of
+/// their own while the plan is exported on a thread per core; all of them
+/// only read the plan and the IR. A plan that fails the check is reported
+/// as m2n-verify reports it, and no bytes come back. Diagnostics go to the
 /// module's context.
 mlir::FailureOr<CompiledRefit>
 compileRefit(mlir::ModuleOp module, const CompilePipelineOptions &options,
