@@ -344,11 +344,21 @@ static void writeMessages(RefitOp refit, ArrayRef<plan::Message> messages) {
     fillParts(messages[i], parts);
     rewriteMessageOp(ops[i], messages[i], parts, loc);
   }
+  // One operation state serves every new op: fuse makes tens of thousands,
+  // and building a state for each costs about as much as the op.
   OpBuilder builder = OpBuilder::atBlockEnd(&refit.getBody().front());
+  OperationState state(loc, MessageOp::getOperationName());
+  MessageOp::Properties &properties =
+      state.getOrAddProperties<MessageOp::Properties>();
   for (const plan::Message &message : messages.drop_front(reused)) {
     fillParts(message, parts);
-    MessageOp::create(builder, loc, message.step, message.sender,
-                      message.receiver, message.bytes, message.zeroCopy, parts);
+    properties.setStep(message.step);
+    properties.setSender(message.sender);
+    properties.setReceiver(message.receiver);
+    properties.setBytes(message.bytes);
+    properties.setZeroCopy(message.zeroCopy);
+    properties.setParts(parts);
+    builder.create(state);
   }
 }
 
