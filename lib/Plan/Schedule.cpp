@@ -113,10 +113,11 @@ struct MessageKey {
   }
 };
 
-/// Sorts `keys` of messages of `plan`; messages alike in all of that (only
-/// a hand-made plan has them) keep their order.
-void sortByKey(const Plan &plan, std::vector<MessageKey> &keys) {
-  llvm::sort(keys, [&](const MessageKey &a, const MessageKey &b) {
+/// The order of MessageKeys of messages of `plan`; messages alike in all of
+/// it (only a hand-made plan has them) keep their order.
+struct KeyLess {
+  const Plan &plan;
+  bool operator()(const MessageKey &a, const MessageKey &b) const {
     if (std::tie(a.first, a.sender, a.receiver, a.head) !=
         std::tie(b.first, b.sender, b.receiver, b.head))
       return std::tie(a.first, a.sender, a.receiver, a.head) <
@@ -125,7 +126,45 @@ void sortByKey(const Plan &plan, std::vector<MessageKey> &keys) {
     if (partsLess(x, y) || partsLess(y, x))
       return partsLess(x, y);
     return a.index < b.index;
-  });
+  }
+};
+
+void sortByKey(const Plan &plan, std::vector<MessageKey> &keys) {
+  llvm::sort(keys, KeyLess{plan});
+}
+
+/// Sorts `keys`, whose `first` is a step in [0, numSteps), as sortByKey
+/// would. Fuse leaves messages in order of (round, sender, receiver) and a
+/// round's steps come after the last round's, so a stable counting sort by
+/// step nearly sorts them, and only each pair's messages in a step are left
+/// to sort; messages in another order are sorted whole.
+void sortBySteps(const Plan &plan, std::vector<MessageKey> &keys,
+                 int64_t numSteps) {
+  std::vector<size_t> next(static_cast<size_t>(numSteps) + 1, 0);
+  for (const MessageKey &key : keys)
+    ++next[key.first + 1];
+  for (size_t step = 1; step < next.size(); ++step)
+    next[step] += next[step - 1];
+  std::vector<MessageKey> byStep(keys.size(), keys.front());
+  for (const MessageKey &key : keys)
+    byStep[next[key.first]++] = key;
+  keys = std::move(byStep);
+  auto pair = [](const MessageKey &key) {
+    return std::tie(key.first, key.sender, key.receiver);
+  };
+  if (!std::is_sorted(keys.begin(), keys.end(),
+                      [&](const MessageKey &a, const MessageKey &b) {
+                        return pair(a) < pair(b);
+                      })) {
+    sortByKey(plan, keys);
+    return;
+  }
+  for (size_t begin = 0, end; begin < keys.size(); begin = end) {
+    for (end = begin + 1; end < keys.size() && pair(keys[end]) == pair(keys[begin]);)
+      ++end;
+    if (end - begin > 1)
+      std::sort(keys.begin() + begin, keys.begin() + end, KeyLess{plan});
+  }
 }
 
 /// What each rank does in each step of one round: the staging bytes it
@@ -337,7 +376,8 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
   keys.reserve(plan.messages.size());
   for (size_t i = 0; i < plan.messages.size(); ++i)
     keys.emplace_back(plan.messages[i].step, plan.messages[i], i);
-  sortByKey(plan, keys);
+  if (!keys.empty())
+    sortBySteps(plan, keys, firstStep);
   std::vector<Message> sorted;
   sorted.reserve(plan.messages.size());
   for (const MessageKey &key : keys)
