@@ -416,11 +416,10 @@ static int64_t chooseChunks(const Region &region, const RelayOptions &options,
 /// busiest involved rank's estimated seconds, or nullopt when its depth
 /// leaves no room within maxRounds. The tree's order and depths are left to
 /// the caller, for the one tree chosen; `own` is scratch.
-static std::optional<Tree> planTree(const Region &region,
-                                    const TreeBasis &basis, int64_t fanOut,
-                                    const CostModel &model,
-                                    const RelayOptions &options,
-                                    std::vector<std::pair<double, double>> &own) {
+static std::optional<Tree>
+planTree(const Region &region, const TreeBasis &basis, int64_t fanOut,
+         const CostModel &model, const RelayOptions &options,
+         std::vector<std::pair<double, double>> &own) {
   Tree tree;
   tree.root = basis.root;
   tree.fanOut = fanOut;
@@ -450,8 +449,8 @@ static std::optional<Tree> planTree(const Region &region,
       auto [send, receive] = own[slot];
       auto [sendBefore, receiveBefore] = basis.loadsBefore[slot];
       alone = std::max({alone, send * stretch, receive * stretch});
-      all = std::max(
-          {all, sendBefore + send * stretch, receiveBefore + receive * stretch});
+      all = std::max({all, sendBefore + send * stretch,
+                      receiveBefore + receive * stretch});
     }
     return std::make_pair(alone, all);
   };

@@ -129,6 +129,7 @@ struct KeyLess {
   }
 };
 
+/// Sorts `keys` by KeyLess.
 void sortByKey(const Plan &plan, std::vector<MessageKey> &keys) {
   llvm::sort(keys, KeyLess{plan});
 }
@@ -160,7 +161,8 @@ void sortBySteps(const Plan &plan, std::vector<MessageKey> &keys,
     return;
   }
   for (size_t begin = 0, end; begin < keys.size(); begin = end) {
-    for (end = begin + 1; end < keys.size() && pair(keys[end]) == pair(keys[begin]);)
+    for (end = begin + 1;
+         end < keys.size() && pair(keys[end]) == pair(keys[begin]);)
       ++end;
     if (end - begin > 1)
       std::sort(keys.begin() + begin, keys.begin() + end, KeyLess{plan});

@@ -429,12 +429,12 @@ std::string exportBlocker(const plan::Plan &plan) {
   for (const plan::TensorInfo &tensor : plan.tensors)
     if (!within(tensor.group, plan.groups.size()))
       return "tensor '" + tensor.name + "' is in no group";
-  size_t worldSize = static_cast<size_t>(std::max<int64_t>(plan.worldSize(), 0));
+  size_t worldSize =
+      static_cast<size_t>(std::max<int64_t>(plan.worldSize(), 0));
+  auto isTensor = [&](int32_t m) { return within(m, plan.tensors.size()); };
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     const TransferGroup &group = plan.groups[g];
-    if (group.members.empty() ||
-        !llvm::all_of(group.members,
-                      [&](int32_t m) { return within(m, plan.tensors.size()); }) ||
+    if (group.members.empty() || !llvm::all_of(group.members, isTensor) ||
         !within(group.src.mesh, plan.meshes.size()) ||
         !within(group.dst.mesh, plan.meshes.size()))
       return "group " + std::to_string(g) + " has no members or no meshes";
