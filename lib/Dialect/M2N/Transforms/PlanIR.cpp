@@ -5,6 +5,7 @@
 #include "m2n/Dialect/M2N/IR/DTypes.h"
 #include "m2n/Plan/Parallel.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
@@ -339,27 +340,44 @@ static void writeMessages(RefitOp refit, ArrayRef<plan::Message> messages) {
   for (MessageOp op : llvm::drop_begin(ops, reused))
     op.erase();
 
-  SmallVector<int64_t> parts;
-  for (size_t i = 0; i < reused; ++i) {
-    fillParts(messages[i], parts);
-    rewriteMessageOp(ops[i], messages[i], parts, loc);
-  }
-  // One operation state serves every new op: fuse makes tens of thousands,
-  // and building a state for each costs about as much as the op.
-  OpBuilder builder = OpBuilder::atBlockEnd(&refit.getBody().front());
-  OperationState state(loc, MessageOp::getOperationName());
-  MessageOp::Properties &properties =
-      state.getOrAddProperties<MessageOp::Properties>();
-  for (const plan::Message &message : messages.drop_front(reused)) {
-    fillParts(message, parts);
-    properties.setStep(message.step);
-    properties.setSender(message.sender);
-    properties.setReceiver(message.receiver);
-    properties.setBytes(message.bytes);
-    properties.setZeroCopy(message.zeroCopy);
-    properties.setParts(parts);
-    builder.create(state);
-  }
+  // A plan has tens of thousands of messages: ops are rewritten, and new
+  // ones made, by chunks on the context's threads (an op's properties are
+  // its own), and only put into the block here, in order.
+  MLIRContext *context = refit.getContext();
+  constexpr size_t kChunk = 1024;
+  auto chunks = [&](size_t count) { return (count + kChunk - 1) / kChunk; };
+  parallelFor(context, 0, chunks(reused), [&](size_t chunk) {
+    SmallVector<int64_t> parts;
+    for (size_t i = chunk * kChunk; i < std::min(reused, (chunk + 1) * kChunk);
+         ++i) {
+      fillParts(messages[i], parts);
+      rewriteMessageOp(ops[i], messages[i], parts, loc);
+    }
+  });
+  ArrayRef<plan::Message> fresh = messages.drop_front(reused);
+  std::vector<Operation *> created(fresh.size());
+  parallelFor(context, 0, chunks(fresh.size()), [&](size_t chunk) {
+    // One operation state serves a chunk's ops: building a state for each
+    // costs about as much as the op.
+    OperationState state(loc, MessageOp::getOperationName());
+    MessageOp::Properties &properties =
+        state.getOrAddProperties<MessageOp::Properties>();
+    SmallVector<int64_t> parts;
+    for (size_t i = chunk * kChunk;
+         i < std::min(fresh.size(), (chunk + 1) * kChunk); ++i) {
+      fillParts(fresh[i], parts);
+      properties.setStep(fresh[i].step);
+      properties.setSender(fresh[i].sender);
+      properties.setReceiver(fresh[i].receiver);
+      properties.setBytes(fresh[i].bytes);
+      properties.setZeroCopy(fresh[i].zeroCopy);
+      properties.setParts(parts);
+      created[i] = Operation::create(state);
+    }
+  });
+  Block &body = refit.getBody().front();
+  for (Operation *op : created)
+    body.push_back(op);
 }
 
 void writePlan(RefitOp refit, const plan::Plan &plan) {
