@@ -194,10 +194,11 @@ static bool isLarge(const Plan &plan, const TransferGroup &group,
          !isContiguousIn(slice.box, boxes->second.of(slice.receiver));
 }
 
-/// Whether fusion splits any slice of `group` to fit a `bucket`.
-static bool hasLargeSlices(const Plan &plan, const TransferGroup &group,
-                           int64_t bucket) {
-  std::optional<std::pair<HeldBoxes, HeldBoxes>> boxes;
+/// Whether fusion splits any slice of `group` to fit a `bucket`; `boxes`
+/// as for isLarge.
+static bool
+hasLargeSlices(const Plan &plan, const TransferGroup &group, int64_t bucket,
+               std::optional<std::pair<HeldBoxes, HeldBoxes>> &boxes) {
   return std::any_of(
       group.slices.begin(), group.slices.end(), [&](const Slice &slice) {
         return isLarge(plan, group, slice, bucket, boxes);
@@ -210,9 +211,9 @@ static bool hasLargeSlices(const Plan &plan, const TransferGroup &group,
 static int64_t splitLargeSlices(const Plan &plan, TransferGroup &group,
                                 int64_t bucket) {
   // Most plans have none; copying every slice to find that out is not free.
-  if (!hasLargeSlices(plan, group, bucket))
-    return 0;
   std::optional<std::pair<HeldBoxes, HeldBoxes>> boxes;
+  if (!hasLargeSlices(plan, group, bucket, boxes))
+    return 0;
   std::vector<Slice> slices;
   slices.reserve(group.slices.size());
   int64_t split = 0;
@@ -378,7 +379,8 @@ std::vector<Message> plan::fusedMessages(const Plan &plan,
   int64_t bucket = bucketOf(options);
   bool splits = std::any_of(
       plan.groups.begin(), plan.groups.end(), [&](const TransferGroup &group) {
-        return hasLargeSlices(plan, group, bucket);
+        std::optional<std::pair<HeldBoxes, HeldBoxes>> boxes;
+        return hasLargeSlices(plan, group, bucket, boxes);
       });
   // Only splitting changes the plan, so only then is a copy needed.
   if (!splits)

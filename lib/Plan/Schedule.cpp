@@ -232,11 +232,27 @@ public:
     // Rows grow by doubling, so that opening steps one at a time stays
     // linear.
     size_t grown = std::max(numSteps, 2 * capacity);
-    for (std::vector<int64_t> *table : {&staging})
-      regrow(*table, grown);
-    for (std::vector<double> *table : {&sendSeconds, &receiveSeconds})
-      regrow(*table, grown);
+    regrow(staging, grown);
+    regrow(sendSeconds, grown);
+    regrow(receiveSeconds, grown);
     capacity = grown;
+  }
+
+  /// Opens the fewest steps that the messages `indices` (the round's) take
+  /// within the staging budget: their busiest rank's staging over it.
+  void openFewest(const Plan &plan, llvm::ArrayRef<size_t> indices) {
+    std::vector<int64_t> total(ranks.size(), 0);
+    int64_t most = 0;
+    for (size_t i : indices) {
+      const Message &message = plan.messages[i];
+      auto [from, to] = slots(message);
+      // A message to oneself counts twice, as fits() counts it.
+      for (size_t slot : {from, to}) {
+        total[slot] += stagingOf(message);
+        most = std::max(most, total[slot]);
+      }
+    }
+    open(std::max<int64_t>(1, (most + budget - 1) / budget));
   }
 
   int64_t steps() const { return static_cast<int64_t>(numSteps); }
@@ -309,23 +325,6 @@ private:
   std::vector<double> sendSeconds, receiveSeconds;
 };
 
-/// The fewest steps that the messages `indices` of a round take within the
-/// staging budget: their busiest rank's staging over the budget.
-int64_t fewestSteps(const Plan &plan, llvm::ArrayRef<size_t> indices,
-                    int64_t budget) {
-  llvm::DenseMap<int64_t, int64_t> staging;
-  int64_t most = 0;
-  for (size_t i : indices) {
-    const Message &message = plan.messages[i];
-    for (int64_t rank : {message.sender, message.receiver}) {
-      int64_t &bytes = staging[rank];
-      bytes += stagingOf(message);
-      most = std::max(most, bytes);
-    }
-  }
-  return std::max<int64_t>(1, (most + budget - 1) / budget);
-}
-
 } // namespace
 
 llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
@@ -363,7 +362,7 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
     sortByKey(plan, keys);
     RoundSteps steps(plan, indices, budget, options.model);
     if (options.model)
-      steps.open(fewestSteps(plan, indices, budget));
+      steps.openFewest(plan, indices);
     for (const MessageKey &key : keys) {
       const Message &message = plan.messages[key.index];
       int64_t step =

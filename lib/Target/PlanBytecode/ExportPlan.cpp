@@ -134,10 +134,9 @@ private:
   public:
     explicit RankEmitter(Exporter &exporter)
         : exporter(exporter), plan(exporter.plan), writer(exporter.writer) {
-      size_t worldSize = static_cast<size_t>(plan.worldSize());
-      sendEnd.assign(worldSize, 0);
-      receiveEnd.assign(worldSize, 0);
-      inStep.assign(worldSize, 0);
+      sendEnd.assign(exporter.worldSize, 0);
+      receiveEnd.assign(exporter.worldSize, 0);
+      inStep.assign(exporter.worldSize, 0);
     }
 
     /// Binds and emits the ranks of chunk `chunk`.
@@ -298,10 +297,11 @@ private:
       int32_t member = group.members[part.memberBegin];
       m2n_role_t role =
           rank == message.sender ? readRole(slice) : M2N_ROLE_DESTINATION;
-      const Box &buffer = exporter.shardBox(member, rank, role);
-      const PlanRuns &walk =
-          runs(slice, buffer, buffer, group.elementBytes());
-      return {exporter.binding(rank, member, role), walk.fromOffset};
+      uint64_t offset =
+          plan::stridedRuns(slice.box, exporter.shardBox(member, rank, role),
+                            group.elementBytes())
+              .offset;
+      return {exporter.binding(rank, member, role), offset};
     }
 
     /// One step: each rank's sends take staging from offset 0 up, its
