@@ -15,6 +15,12 @@ using namespace m2n;
 
 mlir::FailureOr<bench::Compiled>
 bench::compileSpec(const spec::RefitSpec &spec) {
+  return compileSpec(spec, CompilePipelineOptions());
+}
+
+mlir::FailureOr<bench::Compiled>
+bench::compileSpec(const spec::RefitSpec &spec,
+                   const CompilePipelineOptions &options) {
   auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext context;
   context.loadDialect<M2NDialect>();
@@ -28,7 +34,7 @@ bench::compileSpec(const spec::RefitSpec &spec) {
   std::chrono::steady_clock::time_point exporting;
   hooks.exporting = [&] { exporting = std::chrono::steady_clock::now(); };
   mlir::FailureOr<CompiledRefit> compiled =
-      compileRefit(*module, CompilePipelineOptions(), hooks);
+      compileRefit(*module, options, hooks);
   if (mlir::failed(compiled))
     return mlir::failure();
   auto end = std::chrono::steady_clock::now();

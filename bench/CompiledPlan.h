@@ -19,10 +19,12 @@ struct Compiled {
   double exportSeconds = 0;
 };
 
-/// Compiles `spec` with the default options. Fails, with the compile's
-/// diagnostics on stderr, when it does. With M2N_TIMING in the environment
-/// it also prints the time of each pass.
+/// Compiles `spec` with `options`, the default ones unless given. Fails,
+/// with the compile's diagnostics on stderr, when it does. With M2N_TIMING
+/// in the environment it also prints the time of each pass.
 mlir::FailureOr<Compiled> compileSpec(const spec::RefitSpec &spec);
+mlir::FailureOr<Compiled> compileSpec(const spec::RefitSpec &spec,
+                                      const CompilePipelineOptions &options);
 
 } // namespace m2n::bench
 

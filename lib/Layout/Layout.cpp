@@ -44,9 +44,10 @@ bool productOfNonZeroExceeds(const std::vector<int64_t> &values,
   return false;
 }
 
-/// Whether boxes `a` and `b` of equal rank share at least one element. It
-/// allocates nothing, so overlaps() can reject disjoint pairs cheaply.
-bool intersects(const Box &a, const Box &b) {
+} // namespace
+
+// It allocates nothing, so overlaps() can reject disjoint pairs cheaply.
+bool m2n::intersects(const Box &a, const Box &b) {
   for (size_t d = 0; d < a.sizes.size(); ++d) {
     int64_t lo = std::max(a.offsets[d], b.offsets[d]);
     int64_t hi = std::min(a.offsets[d] + a.sizes[d], b.offsets[d] + b.sizes[d]);
@@ -55,8 +56,6 @@ bool intersects(const Box &a, const Box &b) {
   }
   return true;
 }
-
-} // namespace
 
 std::string Placement::str() const {
   if (isReplicate())

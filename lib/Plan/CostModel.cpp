@@ -3,7 +3,7 @@
 // The model charges every message a latency plus its bytes over its link's
 // bandwidth. A rank's sends in one step run one after another, and so do its
 // receives; the two directions overlap. A step lasts as long as its busiest
-// rank, and steps run one after another.
+// rank, plus a fixed cost of its own, and steps run one after another.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,10 +36,11 @@ namespace json = llvm::json;
 namespace {
 /// The keys of a topology file, in the order the format lists them.
 constexpr StringRef kLatencyKey = "latency_us";
+constexpr StringRef kStepKey = "step_us";
 constexpr StringRef kIntraKey = "intra_node_gbps";
 constexpr StringRef kInterKey = "inter_node_gbps";
 constexpr StringRef kRanksPerNodeKey = "ranks_per_node";
-constexpr StringRef kKeys[] = {kLatencyKey, kIntraKey, kInterKey,
+constexpr StringRef kKeys[] = {kLatencyKey, kStepKey, kIntraKey, kInterKey,
                                kRanksPerNodeKey};
 } // namespace
 
@@ -79,10 +80,11 @@ static Error fail(StringRef key, const llvm::Twine &what) {
 }
 
 /// Reads the number at `key`, scaled by `scale`, which must come out finite
-/// and positive: a zero bandwidth or latency would make every time infinite
-/// or meaningless.
-static Error readPositive(const json::Object &object, StringRef key,
-                          double scale, double &out) {
+/// and positive, or non-negative where `zeroAllowed`: a zero bandwidth or
+/// latency would make every time infinite or meaningless, while a step may
+/// cost nothing beyond its messages.
+static Error readNumber(const json::Object &object, StringRef key,
+                        double scale, double &out, bool zeroAllowed = false) {
   const json::Value *value = object.get(key);
   if (!value)
     return Error::success();
@@ -90,9 +92,11 @@ static Error readPositive(const json::Object &object, StringRef key,
   if (!number)
     return fail(key, "expected a number, got " + kindName(*value));
   double scaled = *number * scale;
-  if (!(*number > 0) || !std::isfinite(scaled))
-    return fail(key, "expected a finite positive number, got " +
-                         formatNumber(*number));
+  bool inRange = zeroAllowed ? *number >= 0 : *number > 0;
+  if (!inRange || !std::isfinite(scaled))
+    return fail(key, llvm::Twine("expected a finite ") +
+                         (zeroAllowed ? "non-negative" : "positive") +
+                         " number, got " + formatNumber(*number));
   out = scaled;
   return Error::success();
 }
@@ -145,13 +149,16 @@ static Error readTopologyValue(const json::Value &value, Topology &topology) {
     return fail(*llvm::min_element(unknown),
                 "unknown key (expected " + knownKeys() + ")");
   if (Error error =
-          readPositive(*object, kLatencyKey, 1e-6, topology.latencySeconds))
+          readNumber(*object, kLatencyKey, 1e-6, topology.latencySeconds))
+    return error;
+  if (Error error = readNumber(*object, kStepKey, 1e-6, topology.stepSeconds,
+                               /*zeroAllowed=*/true))
     return error;
   if (Error error =
-          readPositive(*object, kIntraKey, 1e9, topology.intraNodeBandwidth))
+          readNumber(*object, kIntraKey, 1e9, topology.intraNodeBandwidth))
     return error;
   if (Error error =
-          readPositive(*object, kInterKey, 1e9, topology.interNodeBandwidth))
+          readNumber(*object, kInterKey, 1e9, topology.interNodeBandwidth))
     return error;
   return readRanksPerNode(*object, topology.ranksPerNode);
 }
@@ -246,11 +253,14 @@ public:
     }
   }
 
-  /// Fills the step count, staging peak and predicted time.
+  /// Fills the step count, staging peak and predicted time: every step,
+  /// empty or not, costs its own overhead, since every rank runs it.
   void finish(int64_t scheduledSteps) {
     cost.steps = scheduledSteps;
     if (!steps.empty())
       cost.steps = std::max(cost.steps, steps.rbegin()->first + 1);
+    cost.predictedSeconds =
+        static_cast<double>(cost.steps) * model.getTopology().stepSeconds;
     for (const auto &[step, ranks] : steps) {
       double longest = 0;
       for (const auto &[rank, load] : ranks) {
@@ -294,11 +304,27 @@ struct DistinctBoxes {
   }
 };
 
-/// Bytes a rank must move in one direction, and whether some of them must
-/// cross to another node.
-struct Unavoidable {
-  int64_t bytes = 0;
-  bool interNode = false;
+/// What one rank must move, over all groups, in bytes.
+struct RankNeeds {
+  /// Destination bytes it does not hold as a source.
+  int64_t lacks = 0;
+  /// Of those, bytes that no rank of its node holds as a source.
+  int64_t offNode = 0;
+  /// Bytes that only it holds and another rank needs.
+  int64_t onlyHolder = 0;
+  /// Of those, bytes that no rank of its node needs: only its own NIC can
+  /// carry them away, since a rank forwards only what it needs itself.
+  int64_t onlyHolderRemote = 0;
+};
+
+/// What one node must move through its ranks' NICs, in bytes.
+struct NodeNeeds {
+  /// Bytes its ranks need that no rank of it holds, counted once.
+  int64_t in = 0;
+  /// Bytes that only its ranks hold and a rank of another node needs.
+  int64_t out = 0;
+  /// The plan's ranks on it.
+  std::vector<int64_t> ranks;
 };
 } // namespace
 
@@ -314,13 +340,25 @@ static int64_t observedWorldSize(const Plan &plan) {
   return worldSize;
 }
 
-/// Adds what each rank of one group must receive (what its destination box
-/// holds beyond its source box) and must send (what only it holds and
-/// another rank needs).
-static void addUnavoidable(const CostModel &model, const Plan &plan,
-                           const TransferGroup &group,
-                           std::vector<Unavoidable> &receive,
-                           std::vector<Unavoidable> &send) {
+/// The distinct nodes of `ranks`, ascending.
+static std::vector<int64_t> nodesOf(const CostModel &model,
+                                    llvm::ArrayRef<int64_t> ranks) {
+  std::vector<int64_t> nodes;
+  nodes.reserve(ranks.size());
+  for (int64_t rank : ranks)
+    nodes.push_back(model.node(rank));
+  llvm::sort(nodes);
+  nodes.erase(llvm::unique(nodes), nodes.end());
+  return nodes;
+}
+
+/// Adds what one group asks of each rank and node: every destination box
+/// against every source box it meets (distinct boxes of a layout tile the
+/// tensor), on the receiving side and on the sending side.
+static void addNeeds(const CostModel &model, const Plan &plan,
+                     const TransferGroup &group,
+                     std::vector<RankNeeds> &ranks,
+                     llvm::DenseMap<int64_t, NodeNeeds> &nodes) {
   if (group.src.mesh < 0 || group.dst.mesh < 0 ||
       group.src.mesh >= static_cast<int64_t>(plan.meshes.size()) ||
       group.dst.mesh >= static_cast<int64_t>(plan.meshes.size()))
@@ -333,68 +371,125 @@ static void addUnavoidable(const CostModel &model, const Plan &plan,
     auto it = boxes.boxOf.find(rank);
     return it != boxes.boxOf.end() && it->second == box;
   };
+  std::vector<std::vector<int64_t>> srcNodes, dstNodes;
+  for (const std::vector<int64_t> &holders : src.holders)
+    srcNodes.push_back(nodesOf(model, holders));
+  for (const std::vector<int64_t> &holders : dst.holders)
+    dstNodes.push_back(nodesOf(model, holders));
 
-  for (size_t d = 0; d < dst.boxes.size(); ++d) {
-    for (size_t s = 0; s < src.boxes.size(); ++s) {
-      // The same for every holder of the destination box.
-      int64_t volume = intersect(dst.boxes[d], src.boxes[s]).volume();
-      if (volume == 0)
+  for (size_t s = 0; s < src.boxes.size(); ++s) {
+    for (size_t d = 0; d < dst.boxes.size(); ++d) {
+      int64_t bytes = intersect(dst.boxes[d], src.boxes[s]).volume() * unitBytes;
+      if (bytes == 0)
         continue;
+      // Receiving: a rank lacks the bytes unless it holds the source box; a
+      // node, unless one of its ranks does.
+      std::vector<int64_t> needing;
       for (int64_t rank : dst.holders[d]) {
         if (holds(src, rank, s))
           continue;
-        receive[rank].bytes += volume * unitBytes;
-        // The nearest holder sets the link the bytes need at best.
-        if (llvm::none_of(src.holders[s], [&](int64_t holder) {
+        needing.push_back(rank);
+        ranks[rank].lacks += bytes;
+        if (!llvm::binary_search(srcNodes[s], model.node(rank)))
+          ranks[rank].offNode += bytes;
+      }
+      for (int64_t node : nodesOf(model, needing))
+        if (!llvm::binary_search(srcNodes[s], node))
+          nodes[node].in += bytes;
+      if (needing.empty())
+        continue;
+      // Sending: what one rank alone holds leaves it; what one node alone
+      // holds leaves the node when another node needs it.
+      if (src.holders[s].size() == 1) {
+        int64_t holder = src.holders[s].front();
+        ranks[holder].onlyHolder += bytes;
+        if (llvm::none_of(needing, [&](int64_t rank) {
               return model.sameNode(holder, rank);
             }))
-          receive[rank].interNode = true;
+          ranks[holder].onlyHolderRemote += bytes;
       }
-    }
-  }
-
-  for (size_t s = 0; s < src.boxes.size(); ++s) {
-    if (src.holders[s].size() != 1)
-      continue;
-    int64_t holder = src.holders[s].front();
-    for (size_t d = 0; d < dst.boxes.size(); ++d) {
-      int64_t volume = intersect(src.boxes[s], dst.boxes[d]).volume();
-      bool needed = false, remote = false;
-      for (int64_t rank : dst.holders[d]) {
-        if (rank == holder)
-          continue;
-        needed = true;
-        remote |= !model.sameNode(holder, rank);
-      }
-      if (volume == 0 || !needed)
-        continue;
-      send[holder].bytes += volume * unitBytes;
-      send[holder].interNode |= remote;
+      if (srcNodes[s].size() == 1 &&
+          llvm::any_of(dstNodes[d],
+                       [&](int64_t node) { return node != srcNodes[s][0]; }))
+        nodes[srcNodes[s][0]].out += bytes;
     }
   }
 }
 
-/// The busiest rank's unavoidable bytes over the bandwidth of the link they
-/// need (the inter-node one when any of them must cross nodes), plus one
-/// message's latency: moving any byte takes at least one message.
-static double lowerBound(const CostModel &model, const Plan &plan,
-                         int64_t worldSize) {
-  std::vector<Unavoidable> receive(worldSize), send(worldSize);
-  for (const TransferGroup &group : plan.groups)
-    addUnavoidable(model, plan, group, receive, send);
+/// The least time in which a node's ranks receive what they lack, when x_r
+/// of rank r's bytes come through its NIC (at most what it lacks off the
+/// node) and the rest from ranks of its node, and the x_r add up to what
+/// enters the node: rank r takes x_r / inter + (lacks_r - x_r) / intra.
+static double nodeReceiveSeconds(const CostModel &model,
+                                 const NodeNeeds &node,
+                                 const std::vector<RankNeeds> &ranks) {
   const Topology &topology = model.getTopology();
-  auto seconds = [&](const Unavoidable &traffic) {
-    if (traffic.bytes == 0)
-      return 0.0;
-    return topology.latencySeconds +
-           static_cast<double>(traffic.bytes) /
-               (traffic.interNode ? topology.interNodeBandwidth
-                                  : topology.intraNodeBandwidth);
+  double inter = 1 / topology.interNodeBandwidth;
+  double intra = 1 / topology.intraNodeBandwidth;
+  auto seconds = [&](const RankNeeds &rank, double viaNic) {
+    return viaNic * inter + (static_cast<double>(rank.lacks) - viaNic) * intra;
   };
+  // With every off-node byte through the rank's own NIC the node's bytes
+  // surely enter; with none, each rank still receives all it lacks.
+  double least = 0, most = 0;
+  for (int64_t r : node.ranks) {
+    least = std::max(least, seconds(ranks[r], 0));
+    most = std::max(most, seconds(ranks[r], static_cast<double>(ranks[r].offNode)));
+  }
+  if (inter <= intra)
+    return most;
+  auto enters = [&](double time) {
+    double bytes = 0;
+    for (int64_t r : node.ranks) {
+      double room = (time - seconds(ranks[r], 0)) / (inter - intra);
+      bytes += std::clamp(room, 0.0, static_cast<double>(ranks[r].offNode));
+    }
+    return bytes >= static_cast<double>(node.in);
+  };
+  if (enters(least))
+    return least;
+  for (int i = 0; i < 60 && most - least > 1e-9 * most; ++i) {
+    double middle = (least + most) / 2;
+    (enters(middle) ? most : least) = middle;
+  }
+  return most;
+}
+
+/// The least time in which a node's ranks send what only they hold: each
+/// only holder sends its bytes at least once, those no node-mate needs over
+/// its NIC, and the node's own bytes leave it over its ranks' NICs.
+static double nodeSendSeconds(const CostModel &model, const NodeNeeds &node,
+                              const std::vector<RankNeeds> &ranks) {
+  const Topology &topology = model.getTopology();
+  double seconds = static_cast<double>(node.out) /
+                   (topology.interNodeBandwidth *
+                    static_cast<double>(std::max<size_t>(1, node.ranks.size())));
+  for (int64_t r : node.ranks) {
+    const RankNeeds &rank = ranks[r];
+    seconds = std::max(
+        seconds, static_cast<double>(rank.onlyHolderRemote) /
+                         topology.interNodeBandwidth +
+                     static_cast<double>(rank.onlyHolder - rank.onlyHolderRemote) /
+                         topology.intraNodeBandwidth);
+  }
+  return seconds;
+}
+
+double CostModel::lowerBound(const Plan &plan) const {
+  std::vector<RankNeeds> ranks(observedWorldSize(plan));
+  llvm::DenseMap<int64_t, NodeNeeds> nodes;
+  for (const TransferGroup &group : plan.groups)
+    addNeeds(*this, plan, group, ranks, nodes);
+  for (int64_t rank : plan.ranks())
+    nodes[node(rank)].ranks.push_back(rank);
   double bound = 0;
-  for (int64_t rank = 0; rank < worldSize; ++rank)
-    bound = std::max({bound, seconds(receive[rank]), seconds(send[rank])});
-  return bound;
+  for (const auto &[id, node] : nodes)
+    bound = std::max({bound, nodeReceiveSeconds(*this, node, ranks),
+                      nodeSendSeconds(*this, node, ranks)});
+  // Moving any byte takes at least one message in one step.
+  if (bound == 0)
+    return 0;
+  return bound + topology.latencySeconds + topology.stepSeconds;
 }
 
 PlanCost CostModel::cost(const Plan &plan) const {
@@ -421,7 +516,7 @@ PlanCost CostModel::cost(const Plan &plan) const {
     traffic.add(message.step, message.sender, message.receiver, message.bytes,
                 !message.zeroCopy);
   traffic.finish(plan.numSteps);
-  result.lowerBoundSeconds = lowerBound(*this, plan, worldSize);
+  result.lowerBoundSeconds = lowerBound(plan);
   return result;
 }
 

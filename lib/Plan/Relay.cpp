@@ -508,6 +508,175 @@ chooseTree(const Region &region, const Loads &loads,
 }
 
 //===----------------------------------------------------------------------===//
+// Exchanging
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// How a region travels when exchanged among its receivers: it is cut into
+/// parts, one per receiver as far as its extent allows; the source side
+/// sends each part once, to its owner; the owner passes it to the other
+/// receivers of its node and to one entry receiver of every other node,
+/// which passes it on within its node. Every receiver then receives the
+/// region once, and its sends are about what it receives, so the receivers'
+/// links carry the replicas' traffic instead of the source side's.
+struct Exchange {
+  std::vector<Box> parts;
+  /// Per part: its bytes (all members), the source holder that sends it,
+  /// and its owner.
+  std::vector<int64_t> bytes, holders, owners;
+  /// Per part, the hops after the first: (sender, receiver, round).
+  struct Hop {
+    int64_t sender, receiver;
+    int32_t round;
+  };
+  std::vector<std::vector<Hop>> hops;
+  /// The busiest involved rank's estimated seconds with all the plan's
+  /// traffic.
+  double seconds = 0;
+};
+
+/// Tentative loads: the plan's, plus the traffic of an exchange being
+/// planned, kept apart until the exchange is chosen.
+class LoadDelta {
+public:
+  LoadDelta(const Loads &loads, const CostModel &model)
+      : loads(loads), model(model) {}
+
+  void add(int64_t sender, int64_t receiver, int64_t bytes) {
+    double seconds = static_cast<double>(bytes) / model.bandwidth(sender, receiver);
+    delta[sender].first += seconds;
+    delta[receiver].second += seconds;
+  }
+  double send(int64_t rank) const {
+    auto it = delta.find(rank);
+    return loads.send[rank] + (it == delta.end() ? 0 : it->second.first);
+  }
+  double receive(int64_t rank) const {
+    auto it = delta.find(rank);
+    return loads.receive[rank] + (it == delta.end() ? 0 : it->second.second);
+  }
+  double busiest() const {
+    double seconds = 0;
+    for (const auto &entry : delta)
+      seconds = std::max({seconds, send(entry.first), receive(entry.first)});
+    return seconds;
+  }
+
+private:
+  const Loads &loads;
+  const CostModel &model;
+  llvm::DenseMap<int64_t, std::pair<double, double>> delta;
+};
+} // namespace
+
+/// The receivers of `region` by node, nodes in ascending order, and the
+/// receivers taken one from each node in turn: owners spread over the nodes.
+static std::pair<std::vector<std::vector<int64_t>>, std::vector<int64_t>>
+receiversByNode(const Region &region, const CostModel &model) {
+  std::vector<std::vector<int64_t>> nodes;
+  for (int64_t receiver : region.receivers) {
+    if (nodes.empty() || !model.sameNode(nodes.back().front(), receiver))
+      nodes.emplace_back();
+    nodes.back().push_back(receiver);
+  }
+  // Receivers are ascending, so a node's come together unless nodes
+  // interleave ranks, which a rank-to-node division cannot.
+  std::vector<int64_t> interleaved;
+  for (size_t i = 0; interleaved.size() < region.receivers.size(); ++i)
+    for (const std::vector<int64_t> &node : nodes)
+      if (i < node.size())
+        interleaved.push_back(node[i]);
+  return {std::move(nodes), std::move(interleaved)};
+}
+
+/// The exchange of `region`, or nullopt when it cannot be cut into two parts
+/// or needs more rounds than allowed. `loads` must exclude the region.
+static std::optional<Exchange> planExchange(const Region &region,
+                                            const Loads &loads,
+                                            const CostModel &model,
+                                            const RelayOptions &options) {
+  int64_t receivers = static_cast<int64_t>(region.receivers.size());
+  Exchange exchange;
+  exchange.parts = chunkBox(region.box, receivers);
+  if (exchange.parts.size() < 2 || options.maxRounds < 2)
+    return std::nullopt;
+  auto [nodes, owners] = receiversByNode(region, model);
+  // Entries pass parts on within their node, in a third round.
+  bool entries = options.maxRounds >= 3;
+  int64_t regionElements = region.box.volume();
+  LoadDelta delta(loads, model);
+  int32_t rounds = 1;
+  for (size_t p = 0; p < exchange.parts.size(); ++p) {
+    int64_t bytes = exchange.parts[p].volume() * region.bytes / regionElements;
+    int64_t owner = owners[p];
+    // The holder least busy once it sends the part.
+    int64_t holder = region.holders.front();
+    double best = std::numeric_limits<double>::infinity();
+    for (int64_t candidate : region.holders) {
+      double seconds = delta.send(candidate) +
+                       static_cast<double>(bytes) /
+                           model.bandwidth(candidate, owner);
+      if (seconds < best) {
+        best = seconds;
+        holder = candidate;
+      }
+    }
+    delta.add(holder, owner, bytes);
+    std::vector<Exchange::Hop> hops;
+    auto hop = [&](int64_t from, int64_t to, int32_t round) {
+      delta.add(from, to, bytes);
+      hops.push_back({from, to, round});
+      rounds = std::max(rounds, round + 1);
+    };
+    for (const std::vector<int64_t> &node : nodes) {
+      bool own = model.sameNode(node.front(), owner);
+      if (own || !entries || node.size() == 1) {
+        for (int64_t receiver : node)
+          if (receiver != owner)
+            hop(owner, receiver, 1);
+        continue;
+      }
+      // The entry is the node's least busy receiver.
+      int64_t entry = *llvm::min_element(node, [&](int64_t a, int64_t b) {
+        return delta.receive(a) < delta.receive(b);
+      });
+      hop(owner, entry, 1);
+      for (int64_t receiver : node)
+        if (receiver != entry)
+          hop(entry, receiver, 2);
+    }
+    exchange.bytes.push_back(bytes);
+    exchange.holders.push_back(holder);
+    exchange.owners.push_back(owner);
+    exchange.hops.push_back(std::move(hops));
+  }
+  exchange.seconds =
+      delta.busiest() + model.getTopology().latencySeconds * rounds;
+  return exchange;
+}
+
+/// The slices that carry `region` along `exchange`.
+static void addExchangeSlices(const Exchange &exchange,
+                              std::vector<Slice> &out) {
+  for (size_t p = 0; p < exchange.parts.size(); ++p) {
+    Slice first;
+    first.sender = exchange.holders[p];
+    first.receiver = exchange.owners[p];
+    first.box = exchange.parts[p];
+    out.push_back(first);
+    for (const Exchange::Hop &hop : exchange.hops[p]) {
+      Slice slice;
+      slice.sender = hop.sender;
+      slice.receiver = hop.receiver;
+      slice.origin = Origin::Destination;
+      slice.round = hop.round;
+      slice.box = exchange.parts[p];
+      out.push_back(std::move(slice));
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Relaying
 //===----------------------------------------------------------------------===//
 
@@ -578,18 +747,30 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
       addDirect(-1);
       std::optional<Tree> tree =
           chooseTree(region, loads, model, options, directSeconds);
-      if (!tree) {
+      std::optional<Exchange> exchange =
+          planExchange(region, loads, model, options);
+      double treeSeconds = tree ? tree->seconds : directSeconds;
+      if (exchange && exchange->seconds < treeSeconds) {
+        for (size_t p = 0; p < exchange->parts.size(); ++p) {
+          int64_t bytes = exchange->bytes[p];
+          loads.add(model, exchange->holders[p], exchange->owners[p], bytes, 1);
+          for (const Exchange::Hop &hop : exchange->hops[p])
+            loads.add(model, hop.sender, hop.receiver, bytes, 1);
+        }
+        addExchangeSlices(*exchange, added[region.group]);
+      } else if (tree) {
+        double stretch = static_cast<double>(tree->rounds) / tree->numChunks;
+        for (size_t i = 0; i < tree->order.size(); ++i)
+          loads.add(model, tree->parent(i), tree->order[i], region.bytes,
+                    stretch);
+        addTreeSlices(region, *tree, added[region.group]);
+      } else {
         addDirect(1);
         continue;
       }
-      double stretch = static_cast<double>(tree->rounds) / tree->numChunks;
-      for (size_t i = 0; i < tree->order.size(); ++i)
-        loads.add(model, tree->parent(i), tree->order[i], region.bytes,
-                  stretch);
       replaced[region.group].resize(group.slices.size());
       for (size_t i : region.slices)
         replaced[region.group][i] = true;
-      addTreeSlices(region, *tree, added[region.group]);
       ++stats.relayedRegions;
       stats.sourceSendsSaved +=
           static_cast<int64_t>(region.receivers.size()) - 1;

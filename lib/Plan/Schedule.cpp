@@ -1,18 +1,27 @@
 //===- Schedule.cpp - Ordering messages into steps ------------------------===//
 //
-// Rounds run one after another, each over a range of consecutive steps, so a
-// relay's forward always comes after what it forwards has arrived.
-//
 // A plan takes, by the cost model, the sum over steps of its busiest rank's
-// time, so a step that one rank fills while others idle costs time that no
-// rank's total accounts for. With a cost model, a round therefore starts
-// with the fewest steps its busiest rank's staging allows, and its messages
-// go, largest first, each into the step with staging room where its two
-// ranks are least busy: every rank's work spreads evenly over the steps
+// time and of every step's own cost, so a step that one rank fills while
+// others idle costs time that no rank's total accounts for.
+//
+// A plan without relays has no order to keep: its steps are the fewest that
+// its busiest rank's staging allows, and its messages go, largest first,
+// each into the step with staging room where its two ranks are least busy,
+// so that every rank's work spreads evenly over the steps
 // (longest-processing-time first). A message that fits in no step opens
 // one. Without a model, messages go largest first into the earliest step
-// with room: first-fit decreasing, which keeps the step count near the
-// fewest.
+// with room: first-fit decreasing.
+//
+// A plan with relays has forwards, each of which must come in a later step
+// than every message that brings its bytes to its sender; nothing else
+// orders it: rounds do not run in lockstep. Its messages are list-scheduled
+// step by step: a step takes the messages whose inputs have arrived, those
+// with the longest chains of forwards after them first, until each rank has
+// about its even share of the busiest rank's work (that work over the
+// steps). The source side's sends, the forwards and the direct messages
+// then overlap, and a pipeline fills and drains in a step or two. The step
+// count weighs that fill and drain, about one share per hop, against every
+// step's own cost.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +33,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -325,6 +337,302 @@ private:
   std::vector<double> sendSeconds, receiveSeconds;
 };
 
+/// The messages each message waits for: those that bring the bytes it
+/// forwards to its sender (same group, overlapping members, meeting boxes).
+/// Stored as one list, message after message.
+class Dependencies {
+public:
+  explicit Dependencies(const Plan &plan)
+      : start(plan.messages.size() + 1, 0) {
+    indexRecords(plan);
+    indexArrivals(plan);
+    for (size_t m = 0; m < plan.messages.size(); ++m) {
+      size_t first = list.size();
+      for (const MessagePart &part : plan.messages[m].parts)
+        addInputs(plan, m, part);
+      std::sort(list.begin() + first, list.end());
+      list.erase(std::unique(list.begin() + first, list.end()), list.end());
+      start[m + 1] = list.size();
+    }
+  }
+
+  llvm::ArrayRef<uint32_t> of(size_t m) const {
+    return llvm::ArrayRef(list).slice(start[m], start[m + 1] - start[m]);
+  }
+  bool any() const { return !list.empty(); }
+
+private:
+  /// Where members [begin, end) of a slice travel: message `message`.
+  struct Record {
+    uint32_t message;
+    int32_t begin, end;
+  };
+
+  /// The records of the messages that carry each slice.
+  void indexRecords(const Plan &plan) {
+    groupBase.assign(plan.groups.size() + 1, 0);
+    for (size_t g = 0; g < plan.groups.size(); ++g)
+      groupBase[g + 1] = groupBase[g] + plan.groups[g].slices.size();
+    records.resize(groupBase.back());
+    for (size_t m = 0; m < plan.messages.size(); ++m)
+      for (const MessagePart &part : plan.messages[m].parts)
+        records[groupBase[part.group] + part.slice].push_back(
+            {static_cast<uint32_t>(m), part.memberBegin, part.memberEnd});
+  }
+
+  /// Per group, its remote slices that travel, as (receiver, slice),
+  /// sorted: what each rank receives of the group's tensors.
+  void indexArrivals(const Plan &plan) {
+    arrivals.resize(plan.groups.size());
+    for (size_t g = 0; g < plan.groups.size(); ++g) {
+      const TransferGroup &group = plan.groups[g];
+      for (size_t i = 0; i < group.slices.size(); ++i)
+        if (!group.slices[i].isLocalCopy() &&
+            !records[groupBase[g] + i].empty())
+          arrivals[g].emplace_back(group.slices[i].receiver,
+                                   static_cast<int32_t>(i));
+      llvm::sort(arrivals[g]);
+    }
+  }
+
+  /// Adds the messages that bring message m's forwarded part to its sender.
+  void addInputs(const Plan &plan, size_t m, const MessagePart &part) {
+    const TransferGroup &group = plan.groups[part.group];
+    const Slice &slice = group.slices[part.slice];
+    if (slice.origin != Origin::Destination)
+      return;
+    const auto &received = arrivals[part.group];
+    auto first = llvm::lower_bound(
+        received,
+        std::make_pair(slice.sender, std::numeric_limits<int32_t>::min()));
+    for (auto it = first; it != received.end() && it->first == slice.sender;
+         ++it) {
+      if (!intersects(group.slices[it->second].box, slice.box))
+        continue;
+      for (const Record &record : records[groupBase[part.group] + it->second])
+        if (record.begin < part.memberEnd && part.memberBegin < record.end &&
+            record.message != m)
+          list.push_back(record.message);
+    }
+  }
+
+  /// Where each group's slices start in `records`.
+  std::vector<size_t> groupBase;
+  std::vector<std::vector<Record>> records;
+  std::vector<std::vector<std::pair<int64_t, int32_t>>> arrivals;
+  /// Message m's inputs are list[start[m], start[m + 1]).
+  std::vector<size_t> start;
+  std::vector<uint32_t> list;
+};
+
+/// List-schedules the messages of a plan with relays: see the file comment.
+class ListScheduler {
+public:
+  ListScheduler(const Plan &plan, const Dependencies &dependencies,
+                int64_t budget, const CostModel &model)
+      : plan(plan), dependencies(dependencies), budget(budget), model(model),
+        ranks(planRanks(plan)), index(ranks), send(ranks.size()),
+        receive(ranks.size()), staged(ranks.size()) {}
+
+  /// The step of every message, or an error when forwards wait on each
+  /// other in a cycle (only a hand-made plan has one).
+  llvm::Expected<std::vector<int64_t>> run() {
+    size_t count = plan.messages.size();
+    std::vector<double> seconds(count);
+    for (size_t m = 0; m < count; ++m) {
+      const Message &message = plan.messages[m];
+      seconds[m] = model.messageSeconds(message.sender, message.receiver,
+                                        message.bytes);
+    }
+    std::vector<uint32_t> waiting(count, 0);
+    std::vector<std::vector<uint32_t>> dependents(count);
+    for (size_t m = 0; m < count; ++m)
+      for (uint32_t input : dependencies.of(m)) {
+        dependents[input].push_back(static_cast<uint32_t>(m));
+        ++waiting[m];
+      }
+    std::vector<int64_t> chains = chainLengths(dependents);
+    if (chains.empty())
+      return cycleError();
+    double share = evenShare(seconds, *llvm::max_element(chains));
+    auto before = [&](uint32_t a, uint32_t b) {
+      return std::make_tuple(-chains[a], -seconds[a], a) <
+             std::make_tuple(-chains[b], -seconds[b], b);
+    };
+
+    std::vector<int64_t> steps(count, -1);
+    std::vector<uint32_t> ready, kept, unlocked;
+    for (size_t m = 0; m < count; ++m)
+      if (waiting[m] == 0)
+        ready.push_back(static_cast<uint32_t>(m));
+    llvm::sort(ready, before);
+    size_t placed = 0;
+    for (int64_t step = 0; placed < count; ++step) {
+      if (ready.empty())
+        return cycleError();
+      clearStep();
+      kept.clear();
+      unlocked.clear();
+      for (uint32_t m : ready) {
+        if (!fits(plan.messages[m], seconds[m], share)) {
+          kept.push_back(m);
+          continue;
+        }
+        take(plan.messages[m], seconds[m]);
+        steps[m] = step;
+        ++placed;
+        for (uint32_t next : dependents[m])
+          if (--waiting[next] == 0)
+            unlocked.push_back(next);
+      }
+      llvm::sort(unlocked, before);
+      ready.clear();
+      std::merge(kept.begin(), kept.end(), unlocked.begin(), unlocked.end(),
+                 std::back_inserter(ready), before);
+    }
+    return steps;
+  }
+
+  int64_t peak() const { return peakBytes; }
+
+private:
+  static std::vector<int64_t> planRanks(const Plan &plan) {
+    std::vector<int64_t> result;
+    for (const Message &message : plan.messages) {
+      result.push_back(message.sender);
+      result.push_back(message.receiver);
+    }
+    llvm::sort(result);
+    result.erase(llvm::unique(result), result.end());
+    return result;
+  }
+
+  /// Per message, the most messages that wait on it one after another,
+  /// itself included; empty when they wait on each other in a cycle.
+  static std::vector<int64_t>
+  chainLengths(const std::vector<std::vector<uint32_t>> &dependents) {
+    size_t count = dependents.size();
+    // Depth-first, without recursion: a chain may be long.
+    std::vector<int64_t> chains(count, 0);
+    std::vector<uint8_t> state(count, 0); // 0 new, 1 open, 2 done
+    std::vector<std::pair<uint32_t, size_t>> stack;
+    for (size_t root = 0; root < count; ++root) {
+      if (state[root])
+        continue;
+      stack.emplace_back(static_cast<uint32_t>(root), 0);
+      state[root] = 1;
+      while (!stack.empty()) {
+        auto &[m, next] = stack.back();
+        if (next < dependents[m].size()) {
+          uint32_t child = dependents[m][next++];
+          if (state[child] == 1)
+            return {};
+          if (state[child] == 0) {
+            state[child] = 1;
+            stack.emplace_back(child, 0);
+          }
+          continue;
+        }
+        int64_t longest = 0;
+        for (uint32_t child : dependents[m])
+          longest = std::max(longest, chains[child]);
+        chains[m] = longest + 1;
+        state[m] = 2;
+        stack.pop_back();
+      }
+    }
+    return chains;
+  }
+
+  /// The seconds each rank may work in a step: the busiest rank's work
+  /// over the steps. More steps shorten the fill and drain of the
+  /// pipeline, about a share per hop, but each costs its own overhead; the
+  /// count that balances the two is sqrt(hops * work / step cost). It is
+  /// no fewer than staging needs, and a share holds a few of the largest
+  /// messages, so that steps pack well.
+  double evenShare(const std::vector<double> &seconds, int64_t chain) {
+    std::vector<double> sent(ranks.size(), 0), received(ranks.size(), 0);
+    std::vector<int64_t> staging(ranks.size(), 0);
+    double largest = 0;
+    for (size_t m = 0; m < seconds.size(); ++m) {
+      const Message &message = plan.messages[m];
+      size_t from = index.find(message.sender), to = index.find(message.receiver);
+      sent[from] += seconds[m];
+      received[to] += seconds[m];
+      if (!message.zeroCopy) {
+        staging[from] += message.bytes;
+        staging[to] += message.bytes;
+      }
+      largest = std::max(largest, seconds[m]);
+    }
+    double work = std::max(*llvm::max_element(sent), *llvm::max_element(received));
+    int64_t mostStaged = *llvm::max_element(staging);
+    double fewest = std::ceil(static_cast<double>(mostStaged) /
+                              static_cast<double>(budget));
+    double stepSeconds =
+        std::max(model.getTopology().stepSeconds, 1e-3 * work / kMostSteps);
+    double balanced = std::sqrt(static_cast<double>(chain - 1) * work / stepSeconds);
+    double packable = work / (kLargestPerShare * largest);
+    double steps = std::clamp(std::min(balanced, packable), 1.0, kMostSteps);
+    steps = std::max(steps, fewest);
+    return work / std::floor(steps);
+  }
+
+  void clearStep() {
+    for (size_t slot : touched)
+      send[slot] = receive[slot] = 0, staged[slot] = 0;
+    touched.clear();
+  }
+
+  /// Whether a message fits the step: staging room at both ends, and each
+  /// end either idle so far or within its share with it.
+  bool fits(const Message &message, double seconds, double share) const {
+    size_t from = index.find(message.sender), to = index.find(message.receiver);
+    int64_t bytes = message.zeroCopy ? 0 : message.bytes;
+    if (bytes > 0 &&
+        (staged[from] + bytes > budget || staged[to] + bytes > budget))
+      return false;
+    auto within = [&](double busy) {
+      return busy == 0 || busy + seconds <= share;
+    };
+    return within(send[from]) && within(receive[to]);
+  }
+
+  void take(const Message &message, double seconds) {
+    size_t from = index.find(message.sender), to = index.find(message.receiver);
+    int64_t bytes = message.zeroCopy ? 0 : message.bytes;
+    for (size_t slot : {from, to}) {
+      if (send[slot] == 0 && receive[slot] == 0 && staged[slot] == 0)
+        touched.push_back(slot);
+      staged[slot] += bytes;
+      peakBytes = std::max(peakBytes, staged[slot]);
+    }
+    send[from] += seconds;
+    receive[to] += seconds;
+  }
+
+  static llvm::Error cycleError() {
+    return llvm::createStringError(
+        "forwards wait on each other in a cycle: no step can come first");
+  }
+
+  /// A share holds this many of the largest messages.
+  static constexpr double kLargestPerShare = 2;
+  static constexpr double kMostSteps = 4096;
+
+  const Plan &plan;
+  const Dependencies &dependencies;
+  int64_t budget;
+  const CostModel &model;
+  int64_t peakBytes = 0;
+  std::vector<int64_t> ranks;
+  RankIndex index;
+  /// This step's work of each rank slot, and the slots it touched.
+  std::vector<double> send, receive;
+  std::vector<int64_t> staged;
+  std::vector<size_t> touched;
+};
+
 } // namespace
 
 llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
@@ -348,6 +656,21 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
 
   ScheduleStats stats;
   int64_t firstStep = 0;
+  std::optional<Dependencies> dependencies;
+  if (options.model && byRound.size() > 1)
+    dependencies.emplace(plan);
+  if (dependencies && dependencies->any()) {
+    ListScheduler scheduler(plan, *dependencies, budget, *options.model);
+    llvm::Expected<std::vector<int64_t>> steps = scheduler.run();
+    if (!steps)
+      return steps.takeError();
+    for (size_t m = 0; m < plan.messages.size(); ++m) {
+      plan.messages[m].step = (*steps)[m];
+      firstStep = std::max(firstStep, (*steps)[m] + 1);
+    }
+    stats.stagingPeak = scheduler.peak();
+    byRound.clear();
+  }
   for (auto &[round, indices] : byRound) {
     // Largest first packs tightest; the rest only makes the order total.
     // Balancing goes by a message's bytes, zero-copy ones too; first fit by

@@ -80,16 +80,6 @@ struct GroupContext {
   }
 };
 
-bool intersects(const Box &a, const Box &b) {
-  for (size_t d = 0; d < a.sizes.size(); ++d) {
-    int64_t lo = std::max(a.offsets[d], b.offsets[d]);
-    int64_t hi = std::min(a.offsets[d] + a.sizes[d], b.offsets[d] + b.sizes[d]);
-    if (hi <= lo)
-      return false;
-  }
-  return true;
-}
-
 std::string quote(const std::string &name) { return "'" + name + "'"; }
 
 class Verifier {

@@ -160,6 +160,10 @@ Box fullBox(const std::vector<int64_t> &shape);
 /// boxes do not overlap (offsets then are unspecified but in range).
 Box intersect(const Box &a, const Box &b);
 
+/// Whether boxes `a` and `b` of equal rank share at least one element,
+/// without building the intersection.
+bool intersects(const Box &a, const Box &b);
+
 /// Whether `inner` lies wholly within `outer`. An empty `inner` lies within
 /// any box of its rank.
 bool contains(const Box &outer, const Box &inner);

@@ -21,9 +21,12 @@ namespace m2n::plan {
 
 /// The machine as the cost model sees it. Defaults: H100/H200 nodes of 8
 /// GPUs, NVLink at about 370 GB/s per direction, one 400 Gb/s NIC per GPU
-/// at about 46 GB/s, about 10 us per message.
+/// at about 46 GB/s, about 10 us per message and 20 us per step (a group's
+/// start and end, and the pack and unpack launches on a GPU).
 struct Topology {
   double latencySeconds = 10e-6;
+  /// What every step costs beyond its messages; 0 is allowed.
+  double stepSeconds = 20e-6;
   /// Bytes per second per rank and direction.
   double intraNodeBandwidth = 370e9;
   double interNodeBandwidth = 46e9;
@@ -32,9 +35,10 @@ struct Topology {
   int64_t ranksPerNode = 8;
 };
 
-/// Reads a topology from JSON: {"latency_us": 10, "intra_node_gbps": 370,
-/// "inter_node_gbps": 46, "ranks_per_node": 8}, every key optional (GB/s
-/// are 1e9 bytes per second). Errors name the file and key.
+/// Reads a topology from JSON: {"latency_us": 10, "step_us": 20,
+/// "intra_node_gbps": 370, "inter_node_gbps": 46, "ranks_per_node": 8},
+/// every key optional (GB/s are 1e9 bytes per second). Errors name the file
+/// and key.
 llvm::Expected<Topology> parseTopology(llvm::StringRef text,
                                        llvm::StringRef fileName);
 llvm::Expected<Topology> readTopology(llvm::StringRef path);
@@ -53,9 +57,7 @@ struct PlanCost {
   /// The largest staging bytes of any rank in any step.
   int64_t stagingPeak = 0;
   /// The model's time for the plan, and a lower bound for any plan of the
-  /// same refit: the busiest rank's unavoidable receive bytes (what it lacks
-  /// locally) or unavoidable send bytes (what only it holds and others need)
-  /// over its bandwidth, plus one message's latency.
+  /// same refit (see CostModel::lowerBound).
   double predictedSeconds = 0;
   double lowerBoundSeconds = 0;
 };
@@ -65,11 +67,12 @@ public:
   explicit CostModel(Topology topology = Topology()) : topology(topology) {}
 
   const Topology &getTopology() const { return topology; }
-  bool sameNode(int64_t a, int64_t b) const {
-    if (topology.ranksPerNode <= 0)
-      return a == b;
-    return a / topology.ranksPerNode == b / topology.ranksPerNode;
+  /// The node of a rank: every rank is a node of its own when
+  /// ranksPerNode is 0.
+  int64_t node(int64_t rank) const {
+    return topology.ranksPerNode <= 0 ? rank : rank / topology.ranksPerNode;
   }
+  bool sameNode(int64_t a, int64_t b) const { return node(a) == node(b); }
   /// Bytes per second between two ranks.
   double bandwidth(int64_t sender, int64_t receiver) const {
     return sameNode(sender, receiver) ? topology.intraNodeBandwidth
@@ -84,6 +87,14 @@ public:
   /// The cost of a plan. Unfused plans are costed as if every remote slice
   /// of every member were its own message in the step of its round.
   PlanCost cost(const Plan &plan) const;
+  /// A lower bound on the time of any plan of the plan's refit, by the
+  /// topology: every rank receives what it lacks, and what no rank of its
+  /// node holds enters the node through the NICs of the node's ranks that
+  /// need it, once, to be passed on within the node; what only one rank
+  /// holds leaves it, and what only one node holds leaves the node through
+  /// its ranks' NICs. The busiest rank or node, plus one message's latency
+  /// and one step.
+  double lowerBound(const Plan &plan) const;
   /// cost(plan).predictedSeconds of a plan whose messages are `messages`
   /// (once fused, a plan's time depends on its messages alone), without
   /// the rest of the cost.
