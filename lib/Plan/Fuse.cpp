@@ -177,49 +177,33 @@ static bool isZeroCopy(const Plan &plan, GroupBoxes &boxes,
 }
 
 /// Whether fusion splits `slice` of `group` to fit a `bucket`: a remote slice
-/// larger than the bucket, unless it is contiguous on both sides and so goes
-/// zero-copy whole (a slice larger than a bucket fills one alone). `boxes`
-/// are the group's, made only when a slice is that large.
-static bool isLarge(const Plan &plan, const TransferGroup &group,
-                    const Slice &slice, int64_t bucket,
-                    std::optional<std::pair<HeldBoxes, HeldBoxes>> &boxes) {
-  if (slice.isLocalCopy() || sliceBytes(group, slice) <= bucket)
-    return false;
-  if (!boxes)
-    boxes.emplace(HeldBoxes(plan, group, group.src),
-                  HeldBoxes(plan, group, group.dst));
-  const HeldBoxes &from =
-      slice.origin == Origin::Source ? boxes->first : boxes->second;
-  return !isContiguousIn(slice.box, from.of(slice.sender)) ||
-         !isContiguousIn(slice.box, boxes->second.of(slice.receiver));
+/// larger than the bucket. One contiguous on both sides would fit zero-copy
+/// whole, but its pieces, zero-copy too, let the schedule spread it over
+/// steps and forward each piece as soon as it arrives.
+static bool isLarge(const TransferGroup &group, const Slice &slice,
+                    int64_t bucket) {
+  return !slice.isLocalCopy() && sliceBytes(group, slice) > bucket;
 }
 
-/// Whether fusion splits any slice of `group` to fit a `bucket`; `boxes`
-/// as for isLarge.
-static bool
-hasLargeSlices(const Plan &plan, const TransferGroup &group, int64_t bucket,
-               std::optional<std::pair<HeldBoxes, HeldBoxes>> &boxes) {
+/// Whether fusion splits any slice of `group` to fit a `bucket`.
+static bool hasLargeSlices(const TransferGroup &group, int64_t bucket) {
   return std::any_of(
-      group.slices.begin(), group.slices.end(), [&](const Slice &slice) {
-        return isLarge(plan, group, slice, bucket, boxes);
-      });
+      group.slices.begin(), group.slices.end(),
+      [&](const Slice &slice) { return isLarge(group, slice, bucket); });
 }
 
 /// Replaces every remote slice of `group` larger than `bucket` by pieces that
-/// fit, except slices that go zero-copy, which need no staging whatever their
-/// size; returns the number of slices split.
-static int64_t splitLargeSlices(const Plan &plan, TransferGroup &group,
-                                int64_t bucket) {
+/// fit; returns the number of slices split.
+static int64_t splitLargeSlices(TransferGroup &group, int64_t bucket) {
   // Most plans have none; copying every slice to find that out is not free.
-  std::optional<std::pair<HeldBoxes, HeldBoxes>> boxes;
-  if (!hasLargeSlices(plan, group, bucket, boxes))
+  if (!hasLargeSlices(group, bucket))
     return 0;
   std::vector<Slice> slices;
   slices.reserve(group.slices.size());
   int64_t split = 0;
   std::vector<Box> pieces;
   for (const Slice &slice : group.slices) {
-    if (!isLarge(plan, group, slice, bucket, boxes)) {
+    if (!isLarge(group, slice, bucket)) {
       slices.push_back(slice);
       continue;
     }
@@ -363,7 +347,7 @@ FuseStats plan::fuse(Plan &plan, const FuseOptions &options) {
   int64_t bucket = bucketOf(options);
   FuseStats stats;
   for (TransferGroup &group : plan.groups)
-    stats.splitSlices += splitLargeSlices(plan, group, bucket);
+    stats.splitSlices += splitLargeSlices(group, bucket);
   plan.messages = packMessages(plan, bucket);
   // Steps are schedule()'s to assign again.
   plan.numSteps = 0;
@@ -378,10 +362,8 @@ std::vector<Message> plan::fusedMessages(const Plan &plan,
                                          const FuseOptions &options) {
   int64_t bucket = bucketOf(options);
   bool splits = std::any_of(
-      plan.groups.begin(), plan.groups.end(), [&](const TransferGroup &group) {
-        std::optional<std::pair<HeldBoxes, HeldBoxes>> boxes;
-        return hasLargeSlices(plan, group, bucket, boxes);
-      });
+      plan.groups.begin(), plan.groups.end(),
+      [&](const TransferGroup &group) { return hasLargeSlices(group, bucket); });
   // Only splitting changes the plan, so only then is a copy needed.
   if (!splits)
     return packMessages(plan, bucket);

@@ -598,14 +598,13 @@ static std::optional<Exchange> planExchange(const Region &region,
   int64_t receivers = static_cast<int64_t>(region.receivers.size());
   Exchange exchange;
   exchange.parts = chunkBox(region.box, receivers);
-  if (exchange.parts.size() < 2 || options.maxRounds < 2)
+  if (!options.exchange || exchange.parts.size() < 2 || options.maxRounds < 2)
     return std::nullopt;
   auto [nodes, owners] = receiversByNode(region, model);
   // Entries pass parts on within their node, in a third round.
   bool entries = options.maxRounds >= 3;
   int64_t regionElements = region.box.volume();
   LoadDelta delta(loads, model);
-  int32_t rounds = 1;
   for (size_t p = 0; p < exchange.parts.size(); ++p) {
     int64_t bytes = exchange.parts[p].volume() * region.bytes / regionElements;
     int64_t owner = owners[p];
@@ -626,7 +625,6 @@ static std::optional<Exchange> planExchange(const Region &region,
     auto hop = [&](int64_t from, int64_t to, int32_t round) {
       delta.add(from, to, bytes);
       hops.push_back({from, to, round});
-      rounds = std::max(rounds, round + 1);
     };
     for (const std::vector<int64_t> &node : nodes) {
       bool own = model.sameNode(node.front(), owner);
@@ -650,8 +648,9 @@ static std::optional<Exchange> planExchange(const Region &region,
     exchange.owners.push_back(owner);
     exchange.hops.push_back(std::move(hops));
   }
-  exchange.seconds =
-      delta.busiest() + model.getTopology().latencySeconds * rounds;
+  // Fused with the other traffic between the same ranks, the hops cost no
+  // latency of their own: one, as a direct send pays.
+  exchange.seconds = delta.busiest() + model.getTopology().latencySeconds;
   return exchange;
 }
 
@@ -749,8 +748,12 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
           chooseTree(region, loads, model, options, directSeconds);
       std::optional<Exchange> exchange =
           planExchange(region, loads, model, options);
-      double treeSeconds = tree ? tree->seconds : directSeconds;
-      if (exchange && exchange->seconds < treeSeconds) {
+      // An exchange that leaves the busiest rank as busy as a direct send
+      // still wins: each byte then leaves the source side once, which
+      // leaves the source side's links free for what only they can send.
+      bool exchanged = exchange && exchange->seconds <= directSeconds &&
+                       (!tree || exchange->seconds <= tree->seconds);
+      if (exchanged) {
         for (size_t p = 0; p < exchange->parts.size(); ++p) {
           int64_t bytes = exchange->bytes[p];
           loads.add(model, exchange->holders[p], exchange->owners[p], bytes, 1);

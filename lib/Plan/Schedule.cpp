@@ -37,6 +37,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <tuple>
 
@@ -103,21 +104,25 @@ static llvm::Expected<std::vector<int64_t>> roundsOf(const Plan &plan) {
 }
 
 namespace {
-/// A message to sort by (first, sender, receiver), then by its parts.
+/// A message to sort by (first, second, third, sender, receiver), then by
+/// its parts.
 /// Sorting these rather than the messages keeps the comparisons within a
 /// small array: a plan has tens of thousands of messages. The parts compare
 /// lexicographically, so `head`, whether there are parts and the first one,
 /// decides between most messages of a pair without reading them.
 struct MessageKey {
   int64_t first = 0;
+  int64_t second = 0;
+  int64_t third = 0;
   int64_t sender = 0;
   int64_t receiver = 0;
   std::array<int32_t, 5> head = {};
   size_t index = 0;
 
-  MessageKey(int64_t first, const Message &message, size_t index)
-      : first(first), sender(message.sender), receiver(message.receiver),
-        index(index) {
+  MessageKey(int64_t first, int64_t second, int64_t third,
+             const Message &message, size_t index)
+      : first(first), second(second), third(third), sender(message.sender),
+        receiver(message.receiver), index(index) {
     if (!message.parts.empty()) {
       const MessagePart &part = message.parts.front();
       head = {1, part.group, part.slice, part.memberBegin, part.memberEnd};
@@ -130,10 +135,12 @@ struct MessageKey {
 struct KeyLess {
   const Plan &plan;
   bool operator()(const MessageKey &a, const MessageKey &b) const {
-    if (std::tie(a.first, a.sender, a.receiver, a.head) !=
-        std::tie(b.first, b.sender, b.receiver, b.head))
-      return std::tie(a.first, a.sender, a.receiver, a.head) <
-             std::tie(b.first, b.sender, b.receiver, b.head);
+    auto order = [](const MessageKey &key) {
+      return std::tie(key.first, key.second, key.third, key.sender,
+                      key.receiver, key.head);
+    };
+    if (order(a) != order(b))
+      return order(a) < order(b);
     const Message &x = plan.messages[a.index], &y = plan.messages[b.index];
     if (partsLess(x, y) || partsLess(y, x))
       return partsLess(x, y);
@@ -187,15 +194,15 @@ void sortBySteps(const Plan &plan, std::vector<MessageKey> &keys,
 /// message, which looks at every step of its two ranks, reads two short
 /// rows: a real round has tens of thousands of messages and may have a
 /// hundred steps.
-class RoundSteps {
+class StepLoads {
 public:
-  RoundSteps(const Plan &plan, llvm::ArrayRef<size_t> indices, int64_t budget,
+  StepLoads(const Plan &plan, llvm::ArrayRef<size_t> indices, int64_t budget,
              const CostModel *model)
       : budget(budget), model(model), ranks(roundRanks(plan, indices)),
         index(ranks) {}
 
   /// Places a message in the earliest step with room at both ends and
-  /// returns that step's index within the round.
+  /// returns that step's index.
   int64_t place(const Message &message) {
     int64_t bytes = stagingOf(message);
     auto [from, to] = slots(message);
@@ -208,33 +215,54 @@ public:
     return take(numSteps - 1, message, bytes);
   }
 
-  /// Places a message in the step with room where its ends are least busy:
-  /// each rank's work then spreads evenly over the steps, and no step waits
-  /// on a rank that others left idle. A message that fits in none opens a
-  /// step.
-  int64_t balance(const Message &message) {
-    int64_t bytes = stagingOf(message);
-    auto [from, to] = slots(message);
-    const int64_t *sent = &staging[from * capacity];
-    const int64_t *received = &staging[to * capacity];
-    const double *sending = &sendSeconds[from * capacity];
-    const double *receiving = &receiveSeconds[to * capacity];
-    std::optional<size_t> best;
-    double bestSeconds = 0;
-    for (size_t step = 0; step < numSteps; ++step) {
-      double seconds = std::max(sending[step], receiving[step]);
-      if ((!best || seconds < bestSeconds) &&
-          fits(sent[step], received[step], message, bytes)) {
-        best = step;
-        bestSeconds = seconds;
-      }
-    }
+  /// Places a message in the step of [first, last] with room where its ends
+  /// are least busy, the earliest among equals: each rank's work then
+  /// spreads evenly over the steps, and no step waits on a rank that others
+  /// left idle. Without room there, the message goes to the least busy
+  /// later step with room, or opens one.
+  int64_t balance(const Message &message, int64_t first, int64_t last) {
+    if (static_cast<size_t>(first) >= numSteps)
+      open(first + 1 - static_cast<int64_t>(numSteps));
+    size_t end = std::min(numSteps, static_cast<size_t>(last) + 1);
+    std::optional<size_t> best =
+        leastBusy(message, static_cast<size_t>(first), end);
+    if (!best)
+      best = leastBusy(message, std::max(end, static_cast<size_t>(first)),
+                       numSteps);
     if (!best) {
       open(1);
       best = numSteps - 1;
     }
-    return take(*best, message, bytes);
+    return take(*best, message, stagingOf(message));
   }
+
+  /// Places a message in the earliest step of [first, last] with room
+  /// where each end is idle so far or within its share with it: what
+  /// others wait on goes as soon as the ranks' even share allows. Without
+  /// such a step, as balance() places it.
+  int64_t soonest(const Message &message, int64_t first, int64_t last) {
+    if (model) {
+      int64_t bytes = stagingOf(message);
+      auto [from, to] = slots(message);
+      double seconds = model->messageSeconds(message.sender, message.receiver,
+                                             message.bytes);
+      auto within = [&](double busy) {
+        return busy == 0 || busy + seconds <= share;
+      };
+      size_t end = std::min(numSteps, static_cast<size_t>(last) + 1);
+      for (size_t step = static_cast<size_t>(first); step < end; ++step)
+        if (within(sendSeconds[from * capacity + step]) &&
+            within(receiveSeconds[to * capacity + step]) &&
+            fits(staging[from * capacity + step],
+                 staging[to * capacity + step], message, bytes))
+          return take(step, message, bytes);
+    }
+    return balance(message, first, last);
+  }
+
+  /// Sets the seconds each rank may work in a step at no cost: the
+  /// busiest rank's work over the steps, which its steps take in any case.
+  void setShare(double seconds) { share = seconds; }
 
   /// Opens `count` empty steps.
   void open(int64_t count) {
@@ -247,11 +275,12 @@ public:
     regrow(staging, grown);
     regrow(sendSeconds, grown);
     regrow(receiveSeconds, grown);
+    longest.resize(grown, 0);
     capacity = grown;
   }
 
-  /// Opens the fewest steps that the messages `indices` (the round's) take
-  /// within the staging budget: their busiest rank's staging over it.
+  /// Opens the fewest steps that the messages `indices` take within the
+  /// staging budget: their busiest rank's staging over it.
   void openFewest(const Plan &plan, llvm::ArrayRef<size_t> indices) {
     std::vector<int64_t> total(ranks.size(), 0);
     int64_t most = 0;
@@ -269,8 +298,48 @@ public:
 
   int64_t steps() const { return static_cast<int64_t>(numSteps); }
   int64_t peak() const { return peakBytes; }
+  /// What the steps take by the model: each its busiest rank and its own
+  /// cost.
+  double seconds() const {
+    double total = static_cast<double>(numSteps) * model->getTopology().stepSeconds;
+    for (size_t step = 0; step < numSteps; ++step)
+      total += longest[step];
+    return total;
+  }
 
 private:
+  /// The step of [begin, end) with room where the message adds least to
+  /// what the plan costs, the sum of the steps' busiest ranks: a step whose
+  /// busiest rank stays within the share or as it is costs nothing more.
+  /// Among equals, the step
+  /// where the message's ends are least busy, which spreads each rank's work
+  /// over the steps, then the earliest.
+  std::optional<size_t> leastBusy(const Message &message, size_t begin,
+                                  size_t end) const {
+    int64_t bytes = stagingOf(message);
+    auto [from, to] = slots(message);
+    const int64_t *sent = &staging[from * capacity];
+    const int64_t *received = &staging[to * capacity];
+    const double *sending = &sendSeconds[from * capacity];
+    const double *receiving = &receiveSeconds[to * capacity];
+    double seconds =
+        model->messageSeconds(message.sender, message.receiver, message.bytes);
+    std::optional<size_t> best;
+    std::pair<double, double> bestCost;
+    for (size_t step = begin; step < end; ++step) {
+      double busy = std::max(sending[step], receiving[step]);
+      std::pair<double, double> cost = {
+          std::max(0.0, busy + seconds - std::max(longest[step], share)),
+          busy};
+      if ((!best || cost < bestCost) &&
+          fits(sent[step], received[step], message, bytes)) {
+        best = step;
+        bestCost = cost;
+      }
+    }
+    return best;
+  }
+
   /// The distinct ranks of the messages `indices`.
   static std::vector<int64_t> roundRanks(const Plan &plan,
                                          llvm::ArrayRef<size_t> indices) {
@@ -319,8 +388,11 @@ private:
     if (model) {
       double seconds = model->messageSeconds(message.sender, message.receiver,
                                              message.bytes);
-      sendSeconds[from * capacity + step] += seconds;
-      receiveSeconds[to * capacity + step] += seconds;
+      double &sending = sendSeconds[from * capacity + step];
+      double &receiving = receiveSeconds[to * capacity + step];
+      sending += seconds;
+      receiving += seconds;
+      longest[step] = std::max({longest[step], sending, receiving});
     }
     return static_cast<int64_t>(step);
   }
@@ -335,6 +407,9 @@ private:
   size_t capacity = 0;
   std::vector<int64_t> staging;
   std::vector<double> sendSeconds, receiveSeconds;
+  /// Per step, its busiest rank's seconds: what the step costs.
+  std::vector<double> longest;
+  double share = 0;
 };
 
 /// The messages each message waits for: those that bring the bytes it
@@ -425,215 +500,195 @@ private:
   std::vector<uint32_t> list;
 };
 
-/// List-schedules the messages of a plan with relays: see the file comment.
-class ListScheduler {
-public:
-  ListScheduler(const Plan &plan, const Dependencies &dependencies,
-                int64_t budget, const CostModel &model)
-      : plan(plan), dependencies(dependencies), budget(budget), model(model),
-        ranks(planRanks(plan)), index(ranks), send(ranks.size()),
-        receive(ranks.size()), staged(ranks.size()) {}
+/// Per message, the most messages that wait on it one after another,
+/// itself included. Every message waits only on messages of earlier rounds,
+/// so going through the rounds from the last sees all that wait on a
+/// message before the message itself.
+std::vector<int64_t>
+chainLengths(const Dependencies &dependencies,
+             const std::map<int64_t, std::vector<size_t>> &byRound,
+             size_t count) {
+  std::vector<int64_t> chains(count, 1);
+  for (auto round = byRound.rbegin(); round != byRound.rend(); ++round)
+    for (size_t m : round->second)
+      for (uint32_t input : dependencies.of(m))
+        chains[input] = std::max(chains[input], chains[m] + 1);
+  return chains;
+}
 
-  /// The step of every message, or an error when forwards wait on each
-  /// other in a cycle (only a hand-made plan has one).
-  llvm::Expected<std::vector<int64_t>> run() {
-    size_t count = plan.messages.size();
-    std::vector<double> seconds(count);
-    for (size_t m = 0; m < count; ++m) {
-      const Message &message = plan.messages[m];
-      seconds[m] = model.messageSeconds(message.sender, message.receiver,
-                                        message.bytes);
-    }
-    std::vector<uint32_t> waiting(count, 0);
-    std::vector<std::vector<uint32_t>> dependents(count);
-    for (size_t m = 0; m < count; ++m)
-      for (uint32_t input : dependencies.of(m)) {
-        dependents[input].push_back(static_cast<uint32_t>(m));
-        ++waiting[m];
-      }
-    std::vector<int64_t> chains = chainLengths(dependents);
-    if (chains.empty())
-      return cycleError();
-    double share = evenShare(seconds, *llvm::max_element(chains));
-    auto before = [&](uint32_t a, uint32_t b) {
-      return std::make_tuple(-chains[a], -seconds[a], a) <
-             std::make_tuple(-chains[b], -seconds[b], b);
-    };
-
-    std::vector<int64_t> steps(count, -1);
-    std::vector<uint32_t> ready, kept, unlocked;
-    for (size_t m = 0; m < count; ++m)
-      if (waiting[m] == 0)
-        ready.push_back(static_cast<uint32_t>(m));
-    llvm::sort(ready, before);
-    size_t placed = 0;
-    for (int64_t step = 0; placed < count; ++step) {
-      if (ready.empty())
-        return cycleError();
-      clearStep();
-      kept.clear();
-      unlocked.clear();
-      for (uint32_t m : ready) {
-        if (!fits(plan.messages[m], seconds[m], share)) {
-          kept.push_back(m);
-          continue;
-        }
-        take(plan.messages[m], seconds[m]);
-        steps[m] = step;
-        ++placed;
-        for (uint32_t next : dependents[m])
-          if (--waiting[next] == 0)
-            unlocked.push_back(next);
-      }
-      llvm::sort(unlocked, before);
-      ready.clear();
-      std::merge(kept.begin(), kept.end(), unlocked.begin(), unlocked.end(),
-                 std::back_inserter(ready), before);
-    }
-    return steps;
+/// The seconds of the busiest rank's work in either direction.
+double busiestWork(const Plan &plan, const CostModel &model) {
+  llvm::DenseMap<int64_t, std::pair<double, double>> work;
+  for (const Message &message : plan.messages) {
+    double time =
+        model.messageSeconds(message.sender, message.receiver, message.bytes);
+    work[message.sender].first += time;
+    work[message.receiver].second += time;
   }
+  double busiest = 0;
+  for (const auto &entry : work)
+    busiest = std::max({busiest, entry.second.first, entry.second.second});
+  return busiest;
+}
 
-  int64_t peak() const { return peakBytes; }
-
-private:
-  static std::vector<int64_t> planRanks(const Plan &plan) {
-    std::vector<int64_t> result;
-    for (const Message &message : plan.messages) {
-      result.push_back(message.sender);
-      result.push_back(message.receiver);
-    }
-    llvm::sort(result);
-    result.erase(llvm::unique(result), result.end());
-    return result;
+/// The step counts worth trying for a plan whose longest chain of forwards
+/// has `chain` messages, besides what staging needs. With the busiest
+/// rank's work spread evenly, a pipeline fills and drains in about an even
+/// share of a step per hop, and each step costs its own overhead: the count
+/// that balances the two is about sqrt((chain - 1) * work / step cost). How
+/// well steps pack, and how many receivers the source side can feed in the
+/// first step, depend on the messages too, so counts from a few per hop up
+/// to twice that are tried, doubling.
+std::vector<int64_t> stepCounts(const CostModel &model, int64_t chain,
+                                double busiest) {
+  constexpr double kMostSteps = 4096;
+  if (chain <= 1)
+    return {1};
+  double stepSeconds = model.getTopology().stepSeconds;
+  double balanced =
+      stepSeconds > 0
+          ? std::sqrt(static_cast<double>(chain - 1) * busiest / stepSeconds)
+          : kMostSteps;
+  double most = std::min(2 * balanced, kMostSteps);
+  std::vector<int64_t> counts;
+  for (double count = 2.0 * static_cast<double>(chain);; count *= 2) {
+    counts.push_back(static_cast<int64_t>(std::min(count, most)));
+    if (count >= most)
+      break;
   }
-
-  /// Per message, the most messages that wait on it one after another,
-  /// itself included; empty when they wait on each other in a cycle.
-  static std::vector<int64_t>
-  chainLengths(const std::vector<std::vector<uint32_t>> &dependents) {
-    size_t count = dependents.size();
-    // Depth-first, without recursion: a chain may be long.
-    std::vector<int64_t> chains(count, 0);
-    std::vector<uint8_t> state(count, 0); // 0 new, 1 open, 2 done
-    std::vector<std::pair<uint32_t, size_t>> stack;
-    for (size_t root = 0; root < count; ++root) {
-      if (state[root])
-        continue;
-      stack.emplace_back(static_cast<uint32_t>(root), 0);
-      state[root] = 1;
-      while (!stack.empty()) {
-        auto &[m, next] = stack.back();
-        if (next < dependents[m].size()) {
-          uint32_t child = dependents[m][next++];
-          if (state[child] == 1)
-            return {};
-          if (state[child] == 0) {
-            state[child] = 1;
-            stack.emplace_back(child, 0);
-          }
-          continue;
-        }
-        int64_t longest = 0;
-        for (uint32_t child : dependents[m])
-          longest = std::max(longest, chains[child]);
-        chains[m] = longest + 1;
-        state[m] = 2;
-        stack.pop_back();
-      }
-    }
-    return chains;
-  }
-
-  /// The seconds each rank may work in a step: the busiest rank's work
-  /// over the steps. More steps shorten the fill and drain of the
-  /// pipeline, about a share per hop, but each costs its own overhead; the
-  /// count that balances the two is sqrt(hops * work / step cost). It is
-  /// no fewer than staging needs, and a share holds a few of the largest
-  /// messages, so that steps pack well.
-  double evenShare(const std::vector<double> &seconds, int64_t chain) {
-    std::vector<double> sent(ranks.size(), 0), received(ranks.size(), 0);
-    std::vector<int64_t> staging(ranks.size(), 0);
-    double largest = 0;
-    for (size_t m = 0; m < seconds.size(); ++m) {
-      const Message &message = plan.messages[m];
-      size_t from = index.find(message.sender), to = index.find(message.receiver);
-      sent[from] += seconds[m];
-      received[to] += seconds[m];
-      if (!message.zeroCopy) {
-        staging[from] += message.bytes;
-        staging[to] += message.bytes;
-      }
-      largest = std::max(largest, seconds[m]);
-    }
-    double work = std::max(*llvm::max_element(sent), *llvm::max_element(received));
-    int64_t mostStaged = *llvm::max_element(staging);
-    double fewest = std::ceil(static_cast<double>(mostStaged) /
-                              static_cast<double>(budget));
-    double stepSeconds =
-        std::max(model.getTopology().stepSeconds, 1e-3 * work / kMostSteps);
-    double balanced = std::sqrt(static_cast<double>(chain - 1) * work / stepSeconds);
-    double packable = work / (kLargestPerShare * largest);
-    double steps = std::clamp(std::min(balanced, packable), 1.0, kMostSteps);
-    steps = std::max(steps, fewest);
-    return work / std::floor(steps);
-  }
-
-  void clearStep() {
-    for (size_t slot : touched)
-      send[slot] = receive[slot] = 0, staged[slot] = 0;
-    touched.clear();
-  }
-
-  /// Whether a message fits the step: staging room at both ends, and each
-  /// end either idle so far or within its share with it.
-  bool fits(const Message &message, double seconds, double share) const {
-    size_t from = index.find(message.sender), to = index.find(message.receiver);
-    int64_t bytes = message.zeroCopy ? 0 : message.bytes;
-    if (bytes > 0 &&
-        (staged[from] + bytes > budget || staged[to] + bytes > budget))
-      return false;
-    auto within = [&](double busy) {
-      return busy == 0 || busy + seconds <= share;
-    };
-    return within(send[from]) && within(receive[to]);
-  }
-
-  void take(const Message &message, double seconds) {
-    size_t from = index.find(message.sender), to = index.find(message.receiver);
-    int64_t bytes = message.zeroCopy ? 0 : message.bytes;
-    for (size_t slot : {from, to}) {
-      if (send[slot] == 0 && receive[slot] == 0 && staged[slot] == 0)
-        touched.push_back(slot);
-      staged[slot] += bytes;
-      peakBytes = std::max(peakBytes, staged[slot]);
-    }
-    send[from] += seconds;
-    receive[to] += seconds;
-  }
-
-  static llvm::Error cycleError() {
-    return llvm::createStringError(
-        "forwards wait on each other in a cycle: no step can come first");
-  }
-
-  /// A share holds this many of the largest messages.
-  static constexpr double kLargestPerShare = 2;
-  static constexpr double kMostSteps = 4096;
-
-  const Plan &plan;
-  const Dependencies &dependencies;
-  int64_t budget;
-  const CostModel &model;
-  int64_t peakBytes = 0;
-  std::vector<int64_t> ranks;
-  RankIndex index;
-  /// This step's work of each rank slot, and the slots it touched.
-  std::vector<double> send, receive;
-  std::vector<int64_t> staged;
-  std::vector<size_t> touched;
-};
+  return counts;
+}
 
 } // namespace
+
+/// Without a model: each round's messages, largest staging first, into
+/// the earliest step of the round with room, rounds one after another.
+/// Returns the step count.
+static int64_t firstFit(Plan &plan,
+                        const std::map<int64_t, std::vector<size_t>> &byRound,
+                        int64_t budget, ScheduleStats &stats) {
+  int64_t firstStep = 0;
+  for (const auto &[round, indices] : byRound) {
+    // Largest first packs tightest; the rest only makes the order total.
+    std::vector<MessageKey> keys;
+    keys.reserve(indices.size());
+    for (size_t i : indices)
+      keys.emplace_back(-stagingOf(plan.messages[i]), 0, 0, plan.messages[i],
+                        i);
+    sortByKey(plan, keys);
+    StepLoads steps(plan, indices, budget, nullptr);
+    for (const MessageKey &key : keys)
+      plan.messages[key.index].step =
+          firstStep + steps.place(plan.messages[key.index]);
+    firstStep += steps.steps();
+    stats.stagingPeak = std::max(stats.stagingPeak, steps.peak());
+  }
+  return firstStep;
+}
+
+namespace {
+/// A schedule of every message, and what the cost model says of it.
+struct Schedule {
+  std::vector<int64_t> steps;
+  int64_t count = 0;
+  int64_t stagingPeak = 0;
+  double seconds = 0;
+};
+} // namespace
+
+/// With a model: every message into the step where it adds least to the
+/// plan's time, after the steps of the messages it waits on and early
+/// enough to leave a step for each message waiting on it in turn, within at
+/// least `planned` steps (see the file comment). Rounds go in order, so
+/// that what a message waits on is placed before it.
+static Schedule placeMessages(
+    const Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
+    const Dependencies *dependencies, const std::vector<int64_t> &chains,
+    int64_t budget, const CostModel &model, int64_t planned, double busiest) {
+  std::vector<size_t> all(plan.messages.size());
+  std::iota(all.begin(), all.end(), 0);
+  StepLoads loads(plan, all, budget, &model);
+  loads.openFewest(plan, all);
+  loads.open(std::max<int64_t>(0, planned - loads.steps()));
+  planned = loads.steps();
+  loads.setShare(busiest / static_cast<double>(planned));
+  Schedule placement;
+  placement.steps.assign(plan.messages.size(), 0);
+  std::vector<int64_t> earliest(plan.messages.size(), 0);
+  for (const auto &[round, indices] : byRound) {
+    // What others wait on goes first, a receiver's i-th message after every
+    // receiver's (i-1)-th, so that the source side feeds all receivers from
+    // the first step on; then the rest, those that may start latest first,
+    // since they have the fewest steps to choose from, and largest first
+    // among those.
+    llvm::DenseMap<int64_t, int64_t> received;
+    std::vector<MessageKey> keys;
+    keys.reserve(indices.size());
+    for (size_t i : indices) {
+      const Message &message = plan.messages[i];
+      if (dependencies)
+        for (uint32_t input : dependencies->of(i))
+          earliest[i] = std::max(earliest[i], placement.steps[input] + 1);
+      if (chains[i] > 1)
+        keys.emplace_back(-chains[i], received[message.receiver]++,
+                          -message.bytes, message, i);
+      else
+        keys.emplace_back(-chains[i], -earliest[i], -message.bytes, message,
+                          i);
+    }
+    sortByKey(plan, keys);
+    for (const MessageKey &key : keys) {
+      const Message &message = plan.messages[key.index];
+      int64_t first = earliest[key.index];
+      int64_t last = std::max(first, planned - chains[key.index]);
+      placement.steps[key.index] = chains[key.index] > 1
+                                       ? loads.soonest(message, first, last)
+                                       : loads.balance(message, first, last);
+    }
+  }
+  placement.count = loads.steps();
+  placement.stagingPeak = loads.peak();
+  placement.seconds = loads.seconds();
+  return placement;
+}
+
+/// With a model: a plan without forwards in the fewest steps staging
+/// allows; one with forwards in whichever of a few step counts the model
+/// finds fastest. Returns the step count.
+static llvm::Expected<int64_t>
+balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
+             const std::vector<int64_t> &rounds, int64_t budget,
+             const CostModel &model, ScheduleStats &stats) {
+  if (plan.messages.empty())
+    return 0;
+  std::optional<Dependencies> dependencies;
+  std::vector<int64_t> chains(plan.messages.size(), 1);
+  if (byRound.size() > 1) {
+    dependencies.emplace(plan);
+    for (size_t m = 0; m < plan.messages.size(); ++m)
+      for (uint32_t input : dependencies->of(m))
+        if (rounds[input] >= rounds[m])
+          return llvm::createStringError(llvm::formatv(
+              "{0} forwards bytes that reach its sender only in round {1}, "
+              "not before its own round {2}",
+              describe(plan, plan.messages[m]), rounds[input], rounds[m]));
+    chains = chainLengths(*dependencies, byRound, plan.messages.size());
+  }
+  double busiest = busiestWork(plan, model);
+  std::optional<Schedule> best;
+  for (int64_t count :
+       stepCounts(model, *llvm::max_element(chains), busiest)) {
+    Schedule placement =
+        placeMessages(plan, byRound, dependencies ? &*dependencies : nullptr,
+                      chains, budget, model, count, busiest);
+    if (!best || placement.seconds < best->seconds)
+      best = std::move(placement);
+  }
+  for (size_t m = 0; m < plan.messages.size(); ++m)
+    plan.messages[m].step = best->steps[m];
+  stats.stagingPeak = best->stagingPeak;
+  return best->count;
+}
 
 llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
                                              const ScheduleOptions &options) {
@@ -655,51 +710,18 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
   }
 
   ScheduleStats stats;
-  int64_t firstStep = 0;
-  std::optional<Dependencies> dependencies;
-  if (options.model && byRound.size() > 1)
-    dependencies.emplace(plan);
-  if (dependencies && dependencies->any()) {
-    ListScheduler scheduler(plan, *dependencies, budget, *options.model);
-    llvm::Expected<std::vector<int64_t>> steps = scheduler.run();
-    if (!steps)
-      return steps.takeError();
-    for (size_t m = 0; m < plan.messages.size(); ++m) {
-      plan.messages[m].step = (*steps)[m];
-      firstStep = std::max(firstStep, (*steps)[m] + 1);
-    }
-    stats.stagingPeak = scheduler.peak();
-    byRound.clear();
-  }
-  for (auto &[round, indices] : byRound) {
-    // Largest first packs tightest; the rest only makes the order total.
-    // Balancing goes by a message's bytes, zero-copy ones too; first fit by
-    // its staging.
-    std::vector<MessageKey> keys;
-    keys.reserve(indices.size());
-    for (size_t i : indices) {
-      const Message &message = plan.messages[i];
-      keys.emplace_back(options.model ? -message.bytes : -stagingOf(message),
-                        message, i);
-    }
-    sortByKey(plan, keys);
-    RoundSteps steps(plan, indices, budget, options.model);
-    if (options.model)
-      steps.openFewest(plan, indices);
-    for (const MessageKey &key : keys) {
-      const Message &message = plan.messages[key.index];
-      int64_t step =
-          options.model ? steps.balance(message) : steps.place(message);
-      plan.messages[key.index].step = firstStep + step;
-    }
-    firstStep += steps.steps();
-    stats.stagingPeak = std::max(stats.stagingPeak, steps.peak());
-  }
+  llvm::Expected<int64_t> steps =
+      options.model ? balanceSteps(plan, byRound, *rounds, budget,
+                                   *options.model, stats)
+                    : firstFit(plan, byRound, budget, stats);
+  if (!steps)
+    return steps.takeError();
+  int64_t firstStep = *steps;
 
   std::vector<MessageKey> keys;
   keys.reserve(plan.messages.size());
   for (size_t i = 0; i < plan.messages.size(); ++i)
-    keys.emplace_back(plan.messages[i].step, plan.messages[i], i);
+    keys.emplace_back(plan.messages[i].step, 0, 0, plan.messages[i], i);
   if (!keys.empty())
     sortBySteps(plan, keys, firstStep);
   std::vector<Message> sorted;

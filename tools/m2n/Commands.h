@@ -21,6 +21,7 @@ struct CompileOptions {
   int64_t stagingBytes = int64_t(1) << 30;
   std::string topologyPath;
   bool relay = true;
+  bool exchange = true;
   /// Also write the compiled IR here, when not empty.
   std::string irPath;
   ProgressMode progress = ProgressMode::Auto;

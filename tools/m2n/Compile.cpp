@@ -63,6 +63,7 @@ static void setPipelineOptions(const CompileOptions &options,
   pipeline.stagingBytes = options.stagingBytes;
   pipeline.topology = options.topologyPath;
   pipeline.relay = options.relay;
+  pipeline.relayExchange = options.exchange;
 }
 
 namespace {

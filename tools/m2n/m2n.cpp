@@ -2,6 +2,7 @@
 //
 //   m2n compile SPEC.json -o PLAN.m2n [--bucket-bytes N] [--staging-bytes N]
 //                                     [--topology FILE] [--no-relay]
+//                                     [--no-exchange]
 //                                     [--emit-ir FILE]
 //                                     [--progress | --no-progress]
 //   m2n inspect PLAN.m2n [--json | --disassemble [--rank R]]
@@ -57,6 +58,11 @@ cl::opt<std::string> topologyPath(
 cl::opt<bool> noRelay("no-relay",
                       cl::desc("Do not relay regions among receivers"),
                       cl::sub(compileCommand));
+cl::opt<bool> noExchange(
+    "no-exchange",
+    cl::desc("Relay along chains and trees only, not by exchanges among the "
+             "receivers"),
+    cl::sub(compileCommand));
 cl::opt<std::string> irPath("emit-ir",
                             cl::desc("Also write the compiled m2n IR here"),
                             cl::value_desc("file"), cl::sub(compileCommand));
@@ -158,6 +164,7 @@ int runCompile() {
   options.stagingBytes = stagingBytes;
   options.topologyPath = topologyPath;
   options.relay = !noRelay;
+  options.exchange = !noExchange;
   options.irPath = irPath;
   return m2n::driver::compile(options);
 }

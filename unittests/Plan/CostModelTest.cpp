@@ -24,13 +24,14 @@ std::string topologyError(llvm::StringRef text) {
   return llvm::toString(topology.takeError());
 }
 
-const char *const kExpectedKeys = "(expected \"latency_us\", "
+const char *const kExpectedKeys = "(expected \"latency_us\", \"step_us\", "
                                   "\"intra_node_gbps\", \"inter_node_gbps\" "
                                   "or \"ranks_per_node\")";
 
 TEST(Topology, Defaults) {
   Topology topology;
   EXPECT_EQ(topology.latencySeconds, 10e-6);
+  EXPECT_EQ(topology.stepSeconds, 20e-6);
   EXPECT_EQ(topology.intraNodeBandwidth, 370e9);
   EXPECT_EQ(topology.interNodeBandwidth, 46e9);
   EXPECT_EQ(topology.ranksPerNode, 8);
@@ -45,11 +46,13 @@ TEST(Topology, Defaults) {
 
 TEST(Topology, ParsesEveryKey) {
   llvm::Expected<Topology> topology =
-      parseTopology(R"({"latency_us": 2.5, "intra_node_gbps": 900,
-                        "inter_node_gbps": 50, "ranks_per_node": 4})",
+      parseTopology(R"({"latency_us": 2.5, "step_us": 12,
+                        "intra_node_gbps": 900, "inter_node_gbps": 50,
+                        "ranks_per_node": 4})",
                     "topo.json");
   ASSERT_TRUE(static_cast<bool>(topology));
   EXPECT_DOUBLE_EQ(topology->latencySeconds, 2.5e-6);
+  EXPECT_DOUBLE_EQ(topology->stepSeconds, 12e-6);
   EXPECT_DOUBLE_EQ(topology->intraNodeBandwidth, 900e9);
   EXPECT_DOUBLE_EQ(topology->interNodeBandwidth, 50e9);
   EXPECT_EQ(topology->ranksPerNode, 4);
@@ -116,6 +119,11 @@ TEST(Topology, RejectsNonPositiveNumbers) {
   EXPECT_EQ(topologyError(R"({"inter_node_gbps": 1e300})"),
             "topo.json: error: inter_node_gbps: expected a finite positive "
             "number, got 1e+300");
+  // A step may cost nothing of its own, but not less.
+  EXPECT_EQ(topologyError(R"({"step_us": 0})"), "");
+  EXPECT_EQ(topologyError(R"({"step_us": -1})"),
+            "topo.json: error: step_us: expected a finite non-negative "
+            "number, got -1");
 }
 
 TEST(Topology, RejectsBadRanksPerNode) {
@@ -192,6 +200,7 @@ TEST(CostModel, DefaultBucketBytes) {
 Topology roundTopology() {
   Topology topology;
   topology.latencySeconds = 1e-6;
+  topology.stepSeconds = 2e-6;
   topology.intraNodeBandwidth = 1e11;
   topology.interNodeBandwidth = 1e10;
   topology.ranksPerNode = 4;
@@ -229,12 +238,13 @@ TEST(CostModel, UnfusedPlan) {
   EXPECT_EQ(cost.messagesSent, (std::vector<int64_t>{4, 2, 0, 0, 0}));
   // Rank 1 packs 32 KiB and unpacks 32 KiB; ranks 0 and 4 move 64 KiB.
   EXPECT_EQ(cost.stagingPeak, 65536);
-  // Rank 4 receives four messages over the inter-node link:
-  // 4 * (1 us + 16384 B / 10 GB/s).
-  EXPECT_DOUBLE_EQ(cost.predictedSeconds, 4 * (1e-6 + 1.6384e-6));
+  // Rank 4 receives four messages over the inter-node link in one step:
+  // 4 * (1 us + 16384 B / 10 GB/s), plus the step's 2 us.
+  EXPECT_DOUBLE_EQ(cost.predictedSeconds, 4 * (1e-6 + 1.6384e-6) + 2e-6);
   // Rank 4 lacks all 64 KiB, held only on another node: 6.5536 us. Rank 0
   // alone holds rows 0..3, which rank 4 on another node needs: 3.2768 us.
-  EXPECT_DOUBLE_EQ(cost.lowerBoundSeconds, 1e-6 + 65536 / 1e10);
+  // Both add a message's latency and a step.
+  EXPECT_DOUBLE_EQ(cost.lowerBoundSeconds, 3e-6 + 65536 / 1e10);
 }
 
 TEST(CostModel, FusedAndScheduledPlan) {
@@ -258,42 +268,73 @@ TEST(CostModel, FusedAndScheduledPlan) {
   EXPECT_EQ(cost.stagingPeak, 32768);
   // Step 0: rank 0 sends 32 KiB within its node and 32 KiB across nodes.
   // Step 1: rank 1 sends 32 KiB across nodes.
+  // Each of the three steps costs 2 us of its own.
   double step0 = (1e-6 + 32768 / 1e11) + (1e-6 + 32768 / 1e10);
   double step1 = 1e-6 + 32768 / 1e10;
-  EXPECT_DOUBLE_EQ(cost.predictedSeconds, step0 + step1);
-  EXPECT_DOUBLE_EQ(cost.lowerBoundSeconds, 1e-6 + 65536 / 1e10);
+  EXPECT_DOUBLE_EQ(cost.predictedSeconds, step0 + step1 + 3 * 2e-6);
+  EXPECT_DOUBLE_EQ(cost.lowerBoundSeconds, 3e-6 + 65536 / 1e10);
 }
 
 TEST(CostModel, LowerBoundUsesTheNearestHolder) {
-  // Rank 2 lacks the whole 1 MB tensor, which ranks 0 and 1 both hold: no
-  // byte is unavoidable to send for either of them.
+  // Rank 2 lacks the whole 1 MB tensor, which ranks 0 and 1 of its node
+  // both hold: no byte is unavoidable to send for either of them.
   Plan plan = planWithMeshes(mesh({2}, {0, 1}), mesh({1}, {2}));
   addGroup(plan, {250000}, DType::F32, {Placement::replicate()},
            {Placement::replicate()});
   Topology topology = roundTopology();
   EXPECT_DOUBLE_EQ(CostModel(topology).cost(plan).lowerBoundSeconds,
-                   1e-6 + 1e6 / 1e11);
+                   3e-6 + 1e6 / 1e11);
   // With every rank on a node of its own, the bytes cross nodes.
   topology.ranksPerNode = 0;
   EXPECT_DOUBLE_EQ(CostModel(topology).cost(plan).lowerBoundSeconds,
-                   1e-6 + 1e6 / 1e10);
+                   3e-6 + 1e6 / 1e10);
 }
 
 TEST(CostModel, LowerBoundOfUniqueSends) {
   // Rank 0 alone holds the 1 MB tensor; ranks 1..3 (its node) and 4
-  // (another node) need it. Each receiver's bound is 1 MB over its link;
-  // the sender's is the 1 MB only it holds, over the inter-node link as one
-  // peer is remote. Each bound adds one message's latency of 1 us.
+  // (another node) need it. Rank 4 alone on its node receives the 1 MB over
+  // its NIC; ranks 1..3 could receive it over NVLink; rank 0 could send it
+  // once to a node-mate, which forwards it, and its node's four NICs could
+  // share the megabyte that leaves the node. Each bound adds a message's
+  // latency of 1 us and a step's 2 us.
   Plan plan = planWithMeshes(mesh({1}, {0}), mesh({4}, {1, 2, 3, 4}));
   addGroup(plan, {250000}, DType::F32, {Placement::replicate()},
            {Placement::replicate()});
   EXPECT_DOUBLE_EQ(CostModel(roundTopology()).cost(plan).lowerBoundSeconds,
-                   1e-6 + 1e6 / 1e10);
+                   3e-6 + 1e6 / 1e10);
   // The members of a group all count.
   plan.groups[0].members = {0, 1, 2};
   plan.tensors.resize(3, TensorInfo{"u", 0});
   EXPECT_DOUBLE_EQ(CostModel(roundTopology()).cost(plan).lowerBoundSeconds,
-                   1e-6 + 3e6 / 1e10);
+                   3e-6 + 3e6 / 1e10);
+  // When only remote ranks need it, rank 0's own NIC must carry it.
+  Plan remote = planWithMeshes(mesh({1}, {0}), mesh({1}, {4}));
+  addGroup(remote, {250000}, DType::F32, {Placement::replicate()},
+           {Placement::replicate()});
+  EXPECT_DOUBLE_EQ(CostModel(roundTopology()).cost(remote).lowerBoundSeconds,
+                   3e-6 + 1e6 / 1e10);
+}
+
+TEST(CostModel, LowerBoundSharesANodesNics) {
+  // Ranks 0 and 1 share a node and both need the 1 MB tensor, which ranks 4
+  // and 5 of another node hold. The megabyte must enter the node once: each
+  // rank's NIC can take half of it, and NVLink bring it the other half.
+  Plan plan = planWithMeshes(mesh({2}, {4, 5}), mesh({2}, {0, 1}));
+  addGroup(plan, {250000}, DType::F32, {Placement::replicate()},
+           {Placement::replicate()});
+  EXPECT_NEAR(CostModel(roundTopology()).cost(plan).lowerBoundSeconds,
+              3e-6 + 0.5e6 / 1e10 + 0.5e6 / 1e11, 1e-12);
+  // On a flat topology each receives the whole megabyte over its NIC.
+  Topology flat = roundTopology();
+  flat.ranksPerNode = 0;
+  EXPECT_DOUBLE_EQ(CostModel(flat).cost(plan).lowerBoundSeconds,
+                   3e-6 + 1e6 / 1e10);
+  // Different bytes for each (a sharded destination) cannot be shared.
+  Plan sharded = planWithMeshes(mesh({2}, {4, 5}), mesh({2}, {0, 1}));
+  addGroup(sharded, {250000}, DType::F32, {Placement::replicate()},
+           {Placement::shard(0)});
+  EXPECT_DOUBLE_EQ(CostModel(roundTopology()).cost(sharded).lowerBoundSeconds,
+                   3e-6 + 0.5e6 / 1e10);
 }
 
 TEST(CostModel, EmptyPlan) {

@@ -24,8 +24,8 @@ struct FuseStats {
 /// pair within a round, across tensors, into messages of at most bucketBytes
 /// (a slice larger than a bucket is first split along its outermost
 /// dimension). A slice that is contiguous in both buffers and fills at least
-/// half a bucket goes as a zero-copy message, whole: it takes no staging, so
-/// the bucket does not bound it. Messages get step = round; schedule()
+/// half a bucket goes as a zero-copy message of its own: it takes no
+/// staging. Messages get step = round; schedule()
 /// assigns the real steps. Replaces any messages the plan had.
 FuseStats fuse(Plan &plan, const FuseOptions &options);
 

@@ -10,6 +10,9 @@ namespace m2n::plan {
 
 struct RelayOptions {
   bool enable = true;
+  /// Whether exchanges among the receivers are considered beside chains and
+  /// trees.
+  bool exchange = true;
   /// Regions are forwarded in chunks of about this many bytes (all members)
   /// so that the hops of a chain overlap; 0 lets the cost model choose.
   int64_t chunkBytes = 0;
@@ -30,9 +33,9 @@ struct RelayStats {
 
 /// Where one region goes to many destination ranks (replicated
 /// destinations), lets receivers forward it to the others in later rounds,
-/// as chains or trees pipelined in chunks, when the cost model says that is
-/// faster; otherwise leaves the region as it is. Each relayed byte then
-/// leaves the source side about once. A plan whose slices change loses any
+/// as an exchange among them or a chain or tree pipelined in chunks, when
+/// the cost model says that is faster or no slower; otherwise leaves the
+/// region as it is. Each relayed byte then leaves the source side once. A plan whose slices change loses any
 /// messages it had: fuse it afterwards.
 RelayStats relay(Plan &plan, const CostModel &model,
                  const RelayOptions &options);

@@ -16,6 +16,7 @@ void buildCompilePipeline(mlir::OpPassManager &pm,
   if (options.relay) {
     RelayPassOptions relay;
     relay.topology = options.topology;
+    relay.exchange = options.relayExchange;
     pm.addPass(createRelayPass(relay));
   }
   pm.addPass(createCoalescePass());

@@ -19,6 +19,7 @@ struct RelayPass : impl::RelayPassBase<RelayPass> {
     if (mlir::failed(model))
       return signalPassFailure();
     plan::RelayOptions options;
+    options.exchange = exchange;
     options.chunkBytes = chunkBytes;
     options.maxRounds = maxRounds;
     options.pool = groupPool(&getContext());

@@ -58,13 +58,20 @@ def RelayPass : Pass<"m2n-relay", "mlir::ModuleOp"> {
   let description = [{
     When one region must reach many destination ranks (replicated
     destinations), lets the ranks that received it forward it to the others
-    in later rounds, as chains or trees pipelined in chunks, where the cost
-    model says that is faster. Each relayed byte then leaves the source side
-    about once.
+    in later rounds, where the cost model says that is faster: an exchange
+    (the region cut into a part per receiver, each part sent once to its
+    owner, which passes it to the receivers of its node and to one entry
+    receiver per other node, which passes it on within its node), or a
+    chain or tree pipelined in chunks. Each relayed byte then leaves the
+    source side once.
   }];
   let options = [
+    Option<"exchange", "exchange", "bool", /*default=*/"true",
+           "Consider exchanges among the receivers, not only chains and "
+           "trees">,
     Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"0",
-           "Bytes per pipelined chunk (0: chosen by the cost model)">,
+           "Bytes per pipelined chunk of a chain or tree (0: chosen by the "
+           "cost model)">,
     Option<"maxRounds", "max-rounds", "int32_t", /*default=*/"64",
            "The most relay rounds">,
     Option<"topology", "topology", "std::string", /*default=*/"\"\"",
@@ -97,8 +104,8 @@ def FusePass : Pass<"m2n-fuse", "mlir::ModuleOp"> {
   let description = [{
     Packs all slices between one (sender, receiver) pair within a round,
     across tensors, into `m2n.message`s of at most `bucket-bytes`, splitting
-    larger slices. A slice contiguous on both sides that fills a message
-    alone goes zero-copy. A bucket never exceeds half the staging budget, so
+    larger slices. A slice contiguous on both sides that fills at least half
+    a message goes zero-copy, in a message of its own. A bucket never exceeds half the staging budget, so
     that a step can always hold one message each way.
   }];
   let options = [
@@ -120,12 +127,16 @@ def FusePass : Pass<"m2n-fuse", "mlir::ModuleOp"> {
 def SchedulePass : Pass<"m2n-schedule", "mlir::ModuleOp"> {
   let summary = "Order messages into steps under a staging budget";
   let description = [{
-    Places every message in a step: later relay rounds after earlier ones,
-    each rank's staging bytes per step within the budget, each rank's
-    seconds by the cost model spread evenly over a round's steps (the
-    fewest the budget allows), and messages sorted so that every rank
-    issues its sends and receives in an order that matches its peers. Records `num_steps` and `staging_budget` on the
-    refit. With `report`, a remark gives each plan's steps, messages, bytes,
+    Places every message in a step: each forward after the messages that
+    bring its bytes to its sender (rounds do not run in lockstep: direct
+    sends, forwards and the fill and drain of pipelines overlap), each
+    rank's staging bytes per step within the budget, each rank's seconds by
+    the cost model spread evenly over the steps, and messages sorted so
+    that every rank issues its sends and receives in an order that matches
+    its peers. A plan without forwards takes the fewest steps the budget
+    allows; one with forwards as many as balance the pipelines' fill and
+    drain against each step's own cost. Records `num_steps` and
+    `staging_budget` on the refit. With `report`, a remark gives each plan's steps, messages, bytes,
     staging peak, and the cost model's time against the lower bound.
   }];
   let options = [

@@ -31,6 +31,11 @@ struct CompilePipelineOptions
   Option<bool> relay{*this, "relay",
                      llvm::cl::desc("Relay regions among destination ranks"),
                      llvm::cl::init(true)};
+  Option<bool> relayExchange{
+      *this, "relay-exchange",
+      llvm::cl::desc("Let relays exchange a region among its receivers, not "
+                     "only pass it along chains and trees"),
+      llvm::cl::init(true)};
   Option<bool> report{
       *this, "report",
       llvm::cl::desc("Report each plan's size and predicted time as a remark"),
