@@ -132,7 +132,7 @@ bool writePictures(const InspectOptions &options, const LoadedPlan &plan) {
     html = drawHtml(name, plan.header(), traffic);
     files.push_back({options.htmlPath, html});
   }
-  return writeFilesAtomically(files);
+  return writeFilesAtomically(files, {options.planPath});
 }
 
 /// Prints a status's message and frees it.
