@@ -7,13 +7,18 @@
 // rank holds (a source shard, or bytes of a destination shard written in an
 // earlier step); and every rank's staging stays within the plan's budget.
 //
-// The plan is followed step by step over all ranks at once, by byte ranges
-// rather than bytes: what each rank's staging holds (PACKs and receives
-// write it, and it keeps its bytes from step to step), how transfers pair
-// up as the validator matched them, and so where each UNPACK or
-// RECV_DIRECT got its bytes, back to the shard they came from. The writes
-// to destination shards are kept to the end, where coverage and the order
-// of relays are checked.
+// The plan is followed step by step over all ranks at once, by whole
+// records rather than runs or bytes: what each rank's staging holds (PACKs
+// and receives write it, and it keeps its bytes from step to step) is a
+// list of pieces of records, and transfers pair up as the validator
+// matched them, so each UNPACK or RECV_DIRECT traces back to the records
+// that read the bytes from a shard. Where both records walk a box of their
+// binding in row-major order, as compiled plans do, a member's bytes are
+// the right elements when the two boxes are the same box of the tensor: a
+// check per member, not per run. Anything else is compared run by run.
+// The writes to destination shards are kept, as references to records, to
+// the end, where each binding's runs are checked for coverage and the order
+// of relays; bindings written alike (the members of a group) once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +27,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 namespace m2n {
@@ -34,21 +40,45 @@ struct Span {
   uint64_t bytes = 0;
 };
 
-/// What a run of staging bytes holds: the bytes of `from` on `rank`.
-struct StagedPiece {
-  uint64_t staging = 0;
-  uint32_t rank = 0;
-  Span from;
+/// A box of a binding, in elements of its own coordinates: [lo, lo + n)
+/// in each dimension.
+struct LocalBox {
+  int64_t lo[M2N_PLAN_MAX_RANK] = {};
+  int64_t n[M2N_PLAN_MAX_RANK] = {};
 };
 
-/// A write or a relay's read of a destination binding, in a step (-1 for
-/// the local copies before step 0).
-struct Access {
+/// The binding side of a COPY, PACK or UNPACK record, or the span of a
+/// SEND_DIRECT or RECV_DIRECT: member m walks binding `binding + m` as
+/// member 0's `walk` walks `binding`, and moves `bytes` bytes.
+struct Side {
+  uint32_t rank = 0;
   uint32_t binding = 0;
-  uint64_t offset = 0;
+  uint32_t members = 1;
+  bool onFrom = true; // the binding is the walk's from side
+  Walk walk;
   uint64_t bytes = 0;
-  int64_t step = 0;
-  uint64_t fileOffset = 0; // of the instruction
+  int64_t step = -1; // -1 for the local copies before step 0
+  uint64_t fileOffset = 0;
+  /// The bytes member 0 moves, when they are a box of its binding walked
+  /// in row-major order.
+  std::optional<LocalBox> box;
+};
+
+/// Bytes [begin, begin + bytes) of the walk of each member in
+/// [memberBegin, memberEnd) of side `side`: a write or a relay's read.
+struct Ref {
+  uint32_t side = 0;
+  uint32_t memberBegin = 0, memberEnd = 0;
+  uint64_t begin = 0, bytes = 0;
+};
+
+/// Staging bytes [staging, staging + bytes) hold bytes [order, order +
+/// bytes) of side `side`, counted over its members one after another.
+struct Piece {
+  uint64_t staging = 0;
+  uint64_t bytes = 0;
+  uint32_t side = 0;
+  uint64_t order = 0;
 };
 
 /// One rank's SEND or RECV (direct or not), for pairing.
@@ -56,57 +86,49 @@ struct Transfer {
   uint32_t rank = 0;
   uint32_t peer = 0;
   bool direct = false;
-  uint32_t binding = 0;
+  uint32_t side = 0;   // the span's side when direct
   uint64_t offset = 0; // into staging, or into the binding when direct
   uint64_t bytes = 0;
   uint64_t fileOffset = 0;
 };
 
-/// An UNPACK's run: staging bytes into a destination binding.
-struct Unpacked {
-  uint64_t staging = 0;
-  Span to;
-  uint64_t fileOffset = 0;
-};
-
 /// A rank's work in the step being followed.
 struct RankStep {
-  std::vector<StagedPiece> packed; // by staging offset once sorted
+  std::vector<Piece> packed; // by staging offset once sorted
   std::vector<Transfer> sends, receives;
-  std::vector<Unpacked> unpacks;
+  std::vector<uint32_t> unpacks; // sides
 };
 
 /// What a rank's staging holds, by staging offset: disjoint pieces.
-using Staging = std::map<uint64_t, StagedPiece>;
+using Staging = std::map<uint64_t, Piece>;
+
+/// `piece` without its first `skip` bytes.
+Piece tail(Piece piece, uint64_t skip) {
+  piece.staging += skip;
+  piece.order += skip;
+  piece.bytes -= skip;
+  return piece;
+}
 
 /// Puts `piece` into `staging` over whatever held its bytes before.
-void stage(Staging &staging, const StagedPiece &piece) {
-  uint64_t begin = piece.staging, end = begin + piece.from.bytes;
+void stage(Staging &staging, const Piece &piece) {
+  uint64_t begin = piece.staging, end = begin + piece.bytes;
   auto it = staging.lower_bound(begin);
   if (it != staging.begin()) {
     auto before = std::prev(it);
-    StagedPiece &left = before->second;
-    uint64_t leftEnd = left.staging + left.from.bytes;
+    Piece &left = before->second;
+    uint64_t leftEnd = left.staging + left.bytes;
     if (leftEnd > begin) {
-      if (leftEnd > end) { // `piece` falls inside it: keep its tail too
-        StagedPiece tail = left;
-        tail.staging = end;
-        tail.from.offset += end - left.staging;
-        tail.from.bytes = leftEnd - end;
-        staging.emplace(end, tail);
-      }
-      left.from.bytes = begin - left.staging;
+      if (leftEnd > end) // `piece` falls inside it: keep its tail too
+        staging.emplace(end, tail(left, end - left.staging));
+      left.bytes = begin - left.staging;
     }
   }
   while (it != staging.end() && it->first < end) {
-    StagedPiece rest = it->second;
-    uint64_t restEnd = rest.staging + rest.from.bytes;
+    Piece rest = it->second;
     it = staging.erase(it);
-    if (restEnd > end) {
-      rest.from.offset += end - rest.staging;
-      rest.from.bytes = restEnd - end;
-      rest.staging = end;
-      staging.emplace(end, rest);
+    if (rest.staging + rest.bytes > end) {
+      staging.emplace(end, tail(rest, end - rest.staging));
       break;
     }
   }
@@ -116,7 +138,7 @@ void stage(Staging &staging, const StagedPiece &piece) {
 /// The pieces of `staging` that hold [offset, offset + bytes), cut to it;
 /// false when some byte holds nothing a plan wrote.
 bool cover(const Staging &staging, uint64_t offset, uint64_t bytes,
-           std::vector<StagedPiece> &out) {
+           std::vector<Piece> &out) {
   auto it = staging.upper_bound(offset);
   if (it == staging.begin())
     return false;
@@ -124,14 +146,12 @@ bool cover(const Staging &staging, uint64_t offset, uint64_t bytes,
   uint64_t end = offset + bytes;
   for (uint64_t at = offset; at < end; ++it) {
     if (it == staging.end() || it->first > at ||
-        it->first + it->second.from.bytes <= at)
+        it->first + it->second.bytes <= at)
       return false;
-    const StagedPiece &piece = it->second;
-    uint64_t skip = at - piece.staging;
-    uint64_t take = std::min(end, piece.staging + piece.from.bytes) - at;
-    out.push_back(
-        {at, piece.rank, {piece.from.binding, piece.from.offset + skip, take}});
-    at += take;
+    Piece piece = tail(it->second, at - it->second.staging);
+    piece.bytes = std::min(piece.bytes, end - at);
+    out.push_back(piece);
+    at += piece.bytes;
   }
   return true;
 }
@@ -177,6 +197,73 @@ template <typename RunFn> void forEachRun(const Walk &walk, RunFn run) {
   }
 }
 
+/// Whether [lo, lo + n) fits in an extent of `extent`, lo being within it.
+bool fits(int64_t lo, int64_t n, int64_t extent) { return n <= extent - lo; }
+
+/// Row-major element strides of `binding`'s box.
+void boxStrides(const Binding &binding, uint32_t dims, int64_t *strides) {
+  int64_t stride = 1;
+  for (uint32_t d = dims; d-- > 0;) {
+    strides[d] = stride;
+    stride *= binding.shape[d];
+  }
+}
+
+/// The box that one side of `walk` (from side when `onFrom`) covers in
+/// `binding`, when it walks that box in row-major order: its run a piece
+/// of one row of some dimension, each level one more dimension outward or
+/// the same one continued. Nothing otherwise, nor for a walk not aligned
+/// to elements of `element` bytes.
+std::optional<LocalBox> boxOf(const Walk &walk, bool onFrom,
+                              const Binding &binding, uint32_t dims,
+                              uint64_t element) {
+  int64_t offset = onFrom ? walk.fromOffset : walk.toOffset;
+  auto e = static_cast<int64_t>(element);
+  if (dims == 0 || offset % e || walk.runBytes % element)
+    return std::nullopt;
+  int64_t strides[M2N_PLAN_MAX_RANK];
+  boxStrides(binding, dims, strides);
+  LocalBox box;
+  int64_t first = offset / e, run = static_cast<int64_t>(walk.runBytes) / e;
+  for (uint32_t d = 0; d < dims; ++d) {
+    box.lo[d] = first / strides[d] % binding.shape[d];
+    box.n[d] = 1;
+  }
+  // The run: n rows of the outermost dimension whose rows fit in it.
+  uint32_t outer = 0;
+  while (strides[outer] > run)
+    ++outer;
+  if (run % strides[outer] || first % strides[outer])
+    return std::nullopt;
+  box.n[outer] = run / strides[outer];
+  for (uint32_t d = outer + 1; d < dims; ++d)
+    box.n[d] = binding.shape[d];
+  if (!fits(box.lo[outer], box.n[outer], binding.shape[outer]))
+    return std::nullopt;
+  for (size_t l = walk.levels.size(); l-- > 0;) {
+    const WalkLevel &level = walk.levels[l];
+    int64_t stride = onFrom ? level.fromStride : level.toStride;
+    if (level.count < 1)
+      return std::nullopt;
+    if (level.count == 1)
+      continue;
+    if (stride == box.n[outer] * strides[outer] * e &&
+        level.count <= (binding.shape[outer] - box.lo[outer]) / box.n[outer]) {
+      box.n[outer] *= level.count; // the same dimension, continued
+      continue;
+    }
+    uint32_t d = outer;
+    while (d > 0 && !(strides[d - 1] * e == stride &&
+                      fits(box.lo[d - 1], level.count, binding.shape[d - 1])))
+      --d;
+    if (d == 0)
+      return std::nullopt;
+    outer = d - 1;
+    box.n[outer] = level.count;
+  }
+  return box;
+}
+
 class Dataflow {
 public:
   explicit Dataflow(const LoadedPlan &plan) : plan_(plan) {}
@@ -202,20 +289,30 @@ private:
                                  .c_str());
   }
 
+  uint32_t addSide(uint32_t rank, uint32_t binding, uint32_t members,
+                   bool onFrom, Walk walk, uint64_t fileOffset);
+  uint32_t addSpan(uint32_t rank, const Instruction &inst, bool onFrom);
+  void noteRead(uint32_t side);
   m2n_status_t checkStaging(uint32_t rank);
   m2n_status_t followCopies(uint32_t rank);
   m2n_status_t readStep(uint32_t rank);
   m2n_status_t pairTransfers();
   m2n_status_t traceUnpacks(uint32_t rank);
-  m2n_status_t write(uint32_t rank, uint32_t fromRank, const Span &from,
-                     const Span &to, uint64_t fileOffset);
+  m2n_status_t write(const Piece &from, uint32_t to, uint64_t at);
+  bool sameBox(const Side &from, uint32_t i, const Side &to,
+               uint32_t j) const;
+  m2n_status_t sameRuns(const Side &from, uint32_t i, uint64_t a,
+                        const Side &to, uint32_t j, uint64_t b,
+                        uint64_t bytes) const;
   m2n_status_t sameElements(uint32_t rank, uint32_t fromRank,
                             const Span &from, const Span &to,
                             uint64_t fileOffset) const;
   m2n_status_t checkWrites(uint32_t rank);
 
   const LoadedPlan &plan_;
-  /// Per rank: where its instruction stream stands, and its step's work.
+  /// Every binding side met so far; pieces and refs name them by index.
+  std::vector<Side> sides_;
+  /// Per rank: where its record stream stands, and its step's work.
   std::vector<InstructionRange::Iterator> next_, end_;
   std::vector<RankStep> steps_;
   std::vector<Staging> staging_;
@@ -224,8 +321,49 @@ private:
   std::vector<uint32_t> active_;
   int64_t step_ = -1;
   /// Per rank: writes to and relay reads of its destination bindings.
-  std::vector<std::vector<Access>> writes_, reads_;
+  std::vector<std::vector<Ref>> writes_, reads_;
 };
+
+uint32_t Dataflow::addSide(uint32_t rank, uint32_t binding, uint32_t members,
+                           bool onFrom, Walk walk, uint64_t fileOffset) {
+  Side &side = sides_.emplace_back();
+  side.rank = rank;
+  side.binding = binding;
+  side.members = members;
+  side.onFrom = onFrom;
+  side.bytes = walk.bytes();
+  side.walk = std::move(walk);
+  side.step = step_;
+  side.fileOffset = fileOffset;
+  const Binding &b = plan_.binding(rank, binding);
+  const m2n_plan_tensor_t &tensor = plan_.tensor(b.tensor);
+  side.box = boxOf(side.walk, onFrom, b, tensor.rank,
+                   static_cast<uint64_t>(m2n_dtype_size(
+                       static_cast<m2n_dtype_t>(tensor.dtype))));
+  return static_cast<uint32_t>(sides_.size() - 1);
+}
+
+// The bytes a SEND_DIRECT reads or a RECV_DIRECT writes: one run.
+uint32_t Dataflow::addSpan(uint32_t rank, const Instruction &inst,
+                           bool onFrom) {
+  const m2n_plan_transfer_t &t = inst.transfer;
+  Walk walk;
+  walk.fromBinding = walk.toBinding = t.binding;
+  walk.fromOffset = walk.toOffset = static_cast<int64_t>(t.staging_offset);
+  walk.runBytes = t.bytes;
+  return addSide(rank, t.binding, 1, onFrom, std::move(walk), inst.fileOffset);
+}
+
+// Relays read destination bindings; what they read must be there by then.
+void Dataflow::noteRead(uint32_t index) {
+  const Side &side = sides_[index];
+  for (uint32_t m = 0; m < side.members; ++m)
+    if (plan_.binding(side.rank, side.binding + m).role ==
+        M2N_ROLE_DESTINATION) {
+      reads_[side.rank].push_back({index, 0, side.members, 0, side.bytes});
+      return;
+    }
+}
 
 m2n_status_t Dataflow::checkStaging(uint32_t rank) {
   const m2n_plan_rank_header_t *header = plan_.rankHeader(rank);
@@ -236,6 +374,74 @@ m2n_status_t Dataflow::checkStaging(uint32_t rank) {
                header->staging_bytes, " bytes, over the plan's budget of ",
                plan_.header().staging_budget)
             .c_str());
+  return nullptr;
+}
+
+/// Calls `fn(offset, bytes)` for the runs that bytes [begin, begin + bytes)
+/// of `side`'s walk move, by their offsets in its binding.
+template <typename RunFn>
+void bindingRuns(const Side &side, uint64_t begin, uint64_t bytes, RunFn fn) {
+  auto runs = [&](const Walk &walk) {
+    forEachRun(walk, [&](uint64_t from, uint64_t to, uint64_t length) {
+      fn(side.onFrom ? from : to, length);
+    });
+  };
+  if (begin == 0 && bytes == side.bytes)
+    runs(side.walk);
+  else if (bytes > 0)
+    for (const Walk &walk : sliceWalk(side.walk, begin, bytes))
+      runs(walk);
+}
+
+// Member i of `from` and member j of `to` move the same elements when both
+// walk the same box of the same tensor in row-major order. The members of
+// a side must then have member 0's box shape, whose walk is the box.
+bool Dataflow::sameBox(const Side &from, uint32_t i, const Side &to,
+                       uint32_t j) const {
+  if (!from.box || !to.box)
+    return false;
+  const Binding &a0 = plan_.binding(from.rank, from.binding);
+  const Binding &b0 = plan_.binding(to.rank, to.binding);
+  const Binding &a = plan_.binding(from.rank, from.binding + i);
+  const Binding &b = plan_.binding(to.rank, to.binding + j);
+  if (a.tensor != b.tensor)
+    return false;
+  uint32_t dims = plan_.tensor(a.tensor).rank;
+  for (uint32_t d = 0; d < dims; ++d)
+    if (a.shape[d] != a0.shape[d] || b.shape[d] != b0.shape[d] ||
+        from.box->n[d] != to.box->n[d] ||
+        a.offset[d] + from.box->lo[d] != b.offset[d] + to.box->lo[d])
+      return false;
+  return true;
+}
+
+// Bytes [a, a + bytes) of member i of `from` against [b, b + bytes) of
+// member j of `to`, run by run: what sameBox cannot decide, and the
+// message when it finds a difference.
+m2n_status_t Dataflow::sameRuns(const Side &from, uint32_t i, uint64_t a,
+                                const Side &to, uint32_t j, uint64_t b,
+                                uint64_t bytes) const {
+  std::vector<std::pair<uint64_t, uint64_t>> reads, writes;
+  bindingRuns(from, a, bytes, [&](uint64_t offset, uint64_t length) {
+    reads.emplace_back(offset, length);
+  });
+  bindingRuns(to, b, bytes, [&](uint64_t offset, uint64_t length) {
+    writes.emplace_back(offset, length);
+  });
+  size_t r = 0, w = 0;
+  uint64_t rDone = 0, wDone = 0; // bytes of the current runs behind us
+  while (r < reads.size() && w < writes.size()) {
+    uint64_t take = std::min(reads[r].second - rDone, writes[w].second - wDone);
+    M2N_RETURN_IF_ERROR(sameElements(
+        to.rank, from.rank, {from.binding + i, reads[r].first + rDone, take},
+        {to.binding + j, writes[w].first + wDone, take}, to.fileOffset));
+    rDone += take;
+    wDone += take;
+    if (rDone == reads[r].second)
+      ++r, rDone = 0;
+    if (wDone == writes[w].second)
+      ++w, wDone = 0;
+  }
   return nullptr;
 }
 
@@ -301,33 +507,56 @@ m2n_status_t Dataflow::sameElements(uint32_t rank, uint32_t fromRank,
   return nullptr;
 }
 
-m2n_status_t Dataflow::write(uint32_t rank, uint32_t fromRank,
-                             const Span &from, const Span &to,
-                             uint64_t fileOffset) {
-  M2N_RETURN_IF_ERROR(sameElements(rank, fromRank, from, to, fileOffset));
-  writes_[rank].push_back({to.binding, to.offset, to.bytes, step_, fileOffset});
+// `from`'s bytes land on bytes [at, at + from.bytes) of side `index`: the
+// same elements, member by member, and kept as a write of its binding.
+m2n_status_t Dataflow::write(const Piece &from, uint32_t index, uint64_t at) {
+  const Side &source = sides_[from.side];
+  const Side &to = sides_[index];
+  uint64_t order = from.order, left = from.bytes;
+  while (left > 0) {
+    auto i = static_cast<uint32_t>(order / source.bytes);
+    auto j = static_cast<uint32_t>(at / to.bytes);
+    uint64_t a = order % source.bytes, b = at % to.bytes;
+    if (a == 0 && b == 0 && source.bytes == to.bytes && left >= to.bytes) {
+      // Whole members on both sides: as many as follow.
+      auto whole = static_cast<uint32_t>(left / to.bytes);
+      for (uint32_t k = 0; k < whole; ++k)
+        if (!sameBox(source, i + k, to, j + k))
+          M2N_RETURN_IF_ERROR(
+              sameRuns(source, i + k, 0, to, j + k, 0, to.bytes));
+      writes_[to.rank].push_back({index, j, j + whole, 0, to.bytes});
+      order += whole * to.bytes;
+      at += whole * to.bytes;
+      left -= whole * to.bytes;
+      continue;
+    }
+    uint64_t take = std::min({left, source.bytes - a, to.bytes - b});
+    M2N_RETURN_IF_ERROR(sameRuns(source, i, a, to, j, b, take));
+    writes_[to.rank].push_back({index, j, j + 1, b, take});
+    order += take;
+    at += take;
+    left -= take;
+  }
   return nullptr;
 }
 
-// Relays read destination bindings; what they read must be there by then.
-static void noteRead(std::vector<Access> &reads, const Binding &binding,
-                     const Span &span, int64_t step, uint64_t fileOffset) {
-  if (binding.role == M2N_ROLE_DESTINATION)
-    reads.push_back({span.binding, span.offset, span.bytes, step, fileOffset});
+/// A COPY, PACK or UNPACK record's binding side: the from side of COPY
+/// and PACK, the to side of UNPACK.
+uint32_t recordBinding(const Instruction &inst, bool onFrom) {
+  return onFrom ? inst.runs.from_binding : inst.runs.to_binding;
 }
 
 m2n_status_t Dataflow::followCopies(uint32_t rank) {
   for (; next_[rank] != end_[rank] && next_[rank]->opcode == M2N_OP_COPY;
        ++next_[rank]) {
     const Instruction &inst = *next_[rank];
-    Walk walk = walkOf(inst);
-    m2n_status_t status = nullptr;
-    forEachRun(walk, [&](uint64_t from, uint64_t to, uint64_t bytes) {
-      if (!status)
-        status = write(rank, rank, {walk.fromBinding, from, bytes},
-                       {walk.toBinding, to, bytes}, inst.fileOffset);
-    });
-    M2N_RETURN_IF_ERROR(status);
+    uint32_t members = inst.runs.members;
+    uint32_t from = addSide(rank, inst.runs.from_binding, members, true,
+                            walkOf(inst), inst.fileOffset);
+    uint32_t to = addSide(rank, inst.runs.to_binding, members, false,
+                          walkOf(inst), inst.fileOffset);
+    M2N_RETURN_IF_ERROR(
+        write({0, members * sides_[from].bytes, from, 0}, to, 0));
   }
   return nullptr;
 }
@@ -336,62 +565,60 @@ m2n_status_t Dataflow::followCopies(uint32_t rank) {
 m2n_status_t Dataflow::readStep(uint32_t rank) {
   RankStep &work = steps_[rank];
   work = RankStep();
-  int64_t step = step_;
   for (++next_[rank];
        next_[rank] != end_[rank] && next_[rank]->opcode != M2N_OP_STEP;
        ++next_[rank]) {
     const Instruction &inst = *next_[rank];
     const m2n_plan_transfer_t &t = inst.transfer;
     switch (inst.opcode) {
-    case M2N_OP_PACK: {
-      Walk walk = walkOf(inst);
-      const Binding &binding = plan_.binding(rank, walk.fromBinding);
-      forEachRun(walk, [&](uint64_t from, uint64_t to, uint64_t bytes) {
-        Span span{walk.fromBinding, from, bytes};
-        work.packed.push_back({to, rank, span});
-        noteRead(reads_[rank], binding, span, step, inst.fileOffset);
-      });
-      break;
-    }
+    case M2N_OP_PACK:
     case M2N_OP_UNPACK: {
-      Walk walk = walkOf(inst);
-      forEachRun(walk, [&](uint64_t from, uint64_t to, uint64_t bytes) {
-        work.unpacks.push_back(
-            {from, {walk.toBinding, to, bytes}, inst.fileOffset});
-      });
+      bool pack = inst.opcode == M2N_OP_PACK;
+      uint32_t side = addSide(rank, recordBinding(inst, pack),
+                              inst.runs.members, pack, walkOf(inst),
+                              inst.fileOffset);
+      if (pack) {
+        work.packed.push_back({inst.runs.to_offset,
+                               inst.runs.members * sides_[side].bytes, side,
+                               0});
+        noteRead(side);
+      } else {
+        work.unpacks.push_back(side);
+      }
       break;
     }
     case M2N_OP_SEND:
     case M2N_OP_SEND_DIRECT: {
       bool direct = inst.opcode == M2N_OP_SEND_DIRECT;
-      work.sends.push_back({rank, t.peer, direct, t.binding, t.staging_offset,
-                            t.bytes, inst.fileOffset});
+      uint32_t side = direct ? addSpan(rank, inst, true) : 0;
       if (direct)
-        noteRead(reads_[rank], plan_.binding(rank, t.binding),
-                 {t.binding, t.staging_offset, t.bytes}, step,
-                 inst.fileOffset);
+        noteRead(side);
+      work.sends.push_back({rank, t.peer, direct, side, t.staging_offset,
+                            t.bytes, inst.fileOffset});
       break;
     }
     case M2N_OP_RECV:
-    case M2N_OP_RECV_DIRECT:
-      work.receives.push_back({rank, t.peer,
-                               inst.opcode == M2N_OP_RECV_DIRECT, t.binding,
+    case M2N_OP_RECV_DIRECT: {
+      bool direct = inst.opcode == M2N_OP_RECV_DIRECT;
+      work.receives.push_back({rank, t.peer, direct,
+                               direct ? addSpan(rank, inst, false) : 0,
                                t.staging_offset, t.bytes, inst.fileOffset});
       break;
+    }
     default:
       break; // validatePlan allows nothing else within a step
     }
   }
-  auto byStaging = [](const StagedPiece &x, const StagedPiece &y) {
+  auto byStaging = [](const Piece &x, const Piece &y) {
     return x.staging < y.staging;
   };
   std::sort(work.packed.begin(), work.packed.end(), byStaging);
   for (size_t i = 1; i < work.packed.size(); ++i)
     if (work.packed[i].staging <
-        work.packed[i - 1].staging + work.packed[i - 1].from.bytes)
+        work.packed[i - 1].staging + work.packed[i - 1].bytes)
       return wrongInStep(rank, "packs staging byte ", work.packed[i].staging,
                          " twice");
-  for (const StagedPiece &piece : work.packed)
+  for (const Piece &piece : work.packed)
     stage(staging_[rank], piece);
   return nullptr;
 }
@@ -406,15 +633,14 @@ m2n_status_t Dataflow::pairTransfers() {
       sent[{send.rank, send.peer}].push_back(&send);
   std::map<std::pair<uint32_t, uint32_t>, size_t> taken;
   // What each receive brings, in the order of the receives.
-  std::vector<std::pair<const Transfer *, std::vector<StagedPiece>>> landed;
+  std::vector<std::pair<const Transfer *, std::vector<Piece>>> landed;
   for (uint32_t rank : active_)
     for (const Transfer &receive : steps_[rank].receives) {
       const Transfer &send = *sent[{receive.peer, rank}][taken[{receive.peer,
                                                                  rank}]++];
-      std::vector<StagedPiece> pieces;
+      std::vector<Piece> pieces;
       if (send.direct)
-        pieces.push_back(
-            {0, send.rank, {send.binding, send.offset, send.bytes}});
+        pieces.push_back({0, send.bytes, send.side, 0});
       else if (!cover(staging_[send.rank], send.offset, send.bytes, pieces))
         return wrong(send.rank, send.fileOffset, "sends staging bytes ",
                      send.offset, " to ", send.offset + send.bytes,
@@ -432,65 +658,116 @@ m2n_status_t Dataflow::pairTransfers() {
                        "reads, at byte ",
                        std::max(send.offset, receive->offset));
     uint64_t at = receive->offset;
-    for (StagedPiece &piece : pieces) {
+    for (Piece &piece : pieces) {
       if (receive->direct) {
-        M2N_RETURN_IF_ERROR(write(rank, piece.rank, piece.from,
-                                  {receive->binding, at, piece.from.bytes},
-                                  receive->fileOffset));
+        M2N_RETURN_IF_ERROR(write(piece, receive->side, at - receive->offset));
       } else {
         piece.staging = at;
         stage(staging_[rank], piece);
       }
-      at += piece.from.bytes;
+      at += piece.bytes;
     }
   }
   return nullptr;
 }
 
 m2n_status_t Dataflow::traceUnpacks(uint32_t rank) {
-  std::vector<StagedPiece> pieces;
-  for (const Unpacked &unpack : steps_[rank].unpacks) {
+  std::vector<Piece> pieces;
+  for (uint32_t index : steps_[rank].unpacks) {
+    const Side &unpack = sides_[index];
+    uint64_t begin = static_cast<uint64_t>(unpack.walk.fromOffset);
+    uint64_t bytes = unpack.members * unpack.bytes;
     pieces.clear();
-    if (!cover(staging_[rank], unpack.staging, unpack.to.bytes, pieces))
-      return wrong(rank, unpack.fileOffset, "unpacks staging bytes ",
-                   unpack.staging, " to ", unpack.staging + unpack.to.bytes,
-                   " that hold nothing the plan wrote");
-    uint64_t at = unpack.to.offset;
-    for (const StagedPiece &piece : pieces) {
-      M2N_RETURN_IF_ERROR(write(rank, piece.rank, piece.from,
-                                {unpack.to.binding, at, piece.from.bytes},
-                                unpack.fileOffset));
-      at += piece.from.bytes;
-    }
+    if (!cover(staging_[rank], begin, bytes, pieces))
+      return wrong(rank, unpack.fileOffset, "unpacks staging bytes ", begin,
+                   " to ", begin + bytes, " that hold nothing the plan wrote");
+    for (const Piece &piece : pieces)
+      M2N_RETURN_IF_ERROR(write(piece, index, piece.staging - begin));
   }
   return nullptr;
 }
 
+/// A run of a destination binding that a write or read moves.
+struct Access {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  int64_t step = 0;
+  uint64_t fileOffset = 0; // of the instruction
+};
+
+/// For each binding, the refs of `refs` that touch it, by binding.
+std::vector<std::pair<uint32_t, uint32_t>>
+byBinding(const std::vector<Ref> &refs, const std::vector<Side> &sides) {
+  std::vector<std::pair<uint32_t, uint32_t>> uses;
+  for (uint32_t r = 0; r < refs.size(); ++r)
+    for (uint32_t m = refs[r].memberBegin; m < refs[r].memberEnd; ++m)
+      uses.emplace_back(sides[refs[r].side].binding + m, r);
+  std::sort(uses.begin(), uses.end());
+  return uses;
+}
+
 // Every destination byte written once; relays read only what an earlier
-// step wrote.
+// step wrote. The members of a group are written by the same records at
+// the same offsets: a binding whose writes are those of the one before,
+// with its size and no reads, has its result.
 m2n_status_t Dataflow::checkWrites(uint32_t rank) {
-  std::vector<Access> &writes = writes_[rank];
-  auto order = [](const Access &x, const Access &y) {
-    return std::tie(x.binding, x.offset) < std::tie(y.binding, y.offset);
+  const std::vector<Ref> &refs = writes_[rank];
+  const std::vector<Ref> &readRefs = reads_[rank];
+  auto writes = byBinding(refs, sides_), reads = byBinding(readRefs, sides_);
+  auto accesses = [&](const std::vector<Ref> &from, auto begin, auto end) {
+    std::vector<Access> out;
+    for (auto it = begin; it != end; ++it) {
+      const Ref &ref = from[it->second];
+      const Side &side = sides_[ref.side];
+      bindingRuns(side, ref.begin, ref.bytes,
+                  [&](uint64_t offset, uint64_t bytes) {
+                    out.push_back({offset, bytes, side.step, side.fileOffset});
+                  });
+    }
+    return out;
   };
-  std::sort(writes.begin(), writes.end(), order);
+  // The writes of the binding checked last, as (side, begin, bytes).
+  std::vector<std::tuple<uint32_t, uint64_t, uint64_t>> last, these;
+  uint64_t lastSize = 0;
   const m2n_plan_rank_header_t *header = plan_.rankHeader(rank);
   uint32_t bindings = header ? header->binding_count : 0;
-  size_t w = 0;
+  auto w = writes.begin(), r = reads.begin();
   for (uint32_t b = 0; b < bindings; ++b) {
+    auto wEnd = w, rEnd = r;
+    while (wEnd != writes.end() && wEnd->first == b)
+      ++wEnd;
+    while (rEnd != reads.end() && rEnd->first == b)
+      ++rEnd;
     const Binding &binding = plan_.binding(rank, b);
-    if (binding.role != M2N_ROLE_DESTINATION)
+    if (binding.role != M2N_ROLE_DESTINATION) {
+      w = wEnd, r = rEnd;
       continue;
+    }
+    these.clear();
+    for (auto it = w; it != wEnd; ++it) {
+      const Ref &ref = refs[it->second];
+      these.emplace_back(ref.side, ref.begin, ref.bytes);
+    }
+    if (r == rEnd && !these.empty() && these == last &&
+        lastSize == binding.byte_size) {
+      w = wEnd;
+      continue;
+    }
+    std::vector<Access> written = accesses(refs, w, wEnd);
+    std::sort(written.begin(), written.end(),
+              [](const Access &x, const Access &y) {
+                return x.offset < y.offset;
+              });
     uint64_t covered = 0;
-    for (; w < writes.size() && writes[w].binding == b; ++w) {
-      if (writes[w].offset < covered)
-        return wrong(rank, writes[w].fileOffset, "writes byte ",
-                     writes[w].offset, " of binding ", b, " (tensor ",
+    for (const Access &access : written) {
+      if (access.offset < covered)
+        return wrong(rank, access.fileOffset, "writes byte ", access.offset,
+                     " of binding ", b, " (tensor ",
                      quoteName(plan_.tensorName(binding.tensor)),
                      ") a second time");
-      if (writes[w].offset > covered)
+      if (access.offset > covered)
         break;
-      covered = writes[w].offset + writes[w].bytes;
+      covered = access.offset + access.bytes;
     }
     if (covered != binding.byte_size)
       return m2n_status_create(
@@ -499,18 +776,22 @@ m2n_status_t Dataflow::checkWrites(uint32_t rank) {
                  quoteName(plan_.tensorName(binding.tensor)), "): byte ",
                  covered, " of ", binding.byte_size, " is never written")
               .c_str());
-  }
-  for (const Access &read : reads_[rank]) {
-    Access key{read.binding, read.offset, 0, 0, 0};
-    auto it = std::upper_bound(writes.begin(), writes.end(), key, order);
-    // Writes are disjoint and cover the binding: walk those the read spans.
-    for (--it; it != writes.end() && it->binding == read.binding &&
-               it->offset < read.offset + read.bytes;
-         ++it)
-      if (it->step >= read.step)
-        return wrong(rank, read.fileOffset, "step ", read.step,
-                     " forwards bytes of binding ", read.binding,
-                     " that reach it only in step ", it->step);
+    for (const Access &read : accesses(readRefs, r, rEnd)) {
+      // Writes are disjoint and cover the binding: walk those it spans.
+      auto it = std::upper_bound(written.begin(), written.end(), read.offset,
+                                 [](uint64_t offset, const Access &x) {
+                                   return offset < x.offset;
+                                 });
+      for (--it; it != written.end() && it->offset < read.offset + read.bytes;
+           ++it)
+        if (it->step >= read.step)
+          return wrong(rank, read.fileOffset, "step ", read.step,
+                       " forwards bytes of binding ", b,
+                       " that reach it only in step ", it->step);
+    }
+    std::swap(last, these);
+    lastSize = binding.byte_size;
+    w = wEnd, r = rEnd;
   }
   return nullptr;
 }
@@ -530,7 +811,7 @@ m2n_status_t Dataflow::check() {
   };
   for (uint32_t rank = 0; rank < world; ++rank) {
     M2N_RETURN_IF_ERROR(checkStaging(rank));
-    InstructionRange range = plan_.instructions(rank);
+    InstructionRange range = plan_.records(rank);
     next_.push_back(range.begin());
     end_.push_back(range.end());
     M2N_RETURN_IF_ERROR(followCopies(rank));
