@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -497,6 +498,10 @@ int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
                   info.step_count);
     work.progress = StepProgress::Rank{&*steps, 0};
   }
+  // Tests stop one rank here, as a rank that stops responding mid-run.
+  if (const char *stop = std::getenv("M2N_TEST_STOP_RANK");
+      stop && std::to_string(rank) == stop)
+    std::raise(SIGSTOP);
   // A rank with a bad input still runs, unbound, so that the agreement
   // fails every rank instead of leaving them waiting.
   if (error.empty())
@@ -570,6 +575,8 @@ int run(const RunOptions &options) {
   }
   m2n_plan_info_t info;
   m2n_status_free(m2n_plan_get_info(plan, &info));
+  // A failed run leaves nothing new, not even the folder it created.
+  bool created = !llvm::sys::fs::exists(options.dstDir);
   if (std::error_code error =
           llvm::sys::fs::create_directories(options.dstDir)) {
     llvm::errs() << "error: cannot create '" << options.dstDir
@@ -585,6 +592,9 @@ int run(const RunOptions &options) {
     result = runMpi(plan, info, options);
 #endif
   m2n_plan_destroy(plan);
+  // Only once empty: over MPI another rank may have made it, or written to it.
+  if (result != 0 && created)
+    llvm::sys::fs::remove(options.dstDir, /*IgnoreNonExisting=*/true);
   return result;
 }
 
