@@ -87,7 +87,7 @@ FailureOr<CompiledRefit> compileRefit(ModuleOp module,
   // the lighter, also works out the cost model's figures.
   Verdict verdict;
   std::thread planChecker(
-      [&] { verdict.problems = plan::verifyPlan(result.plan); });
+      [&] { verdict.problems = plan::verifyCompiledPlan(result.plan); });
   // The plan is not verified yet: the cost model and the exporter only
   // need what exportBlocker checks to read it safely.
   std::string blocker = exportBlocker(result.plan);

@@ -235,15 +235,32 @@ std::string m2n::checkMesh(const std::vector<int64_t> &shape,
       first = sorted[i - 1].second;
       second = sorted[i].second;
     }
-  auto negative = std::find_if(ranks.begin(), ranks.begin() + second,
-                               [](int64_t rank) { return rank < 0; });
-  if (negative != ranks.begin() + second)
-    return "rank " + std::to_string(*negative) + " at index " +
-           std::to_string(negative - ranks.begin()) + " is negative";
+  auto outside = std::find_if(ranks.begin(), ranks.begin() + second,
+                              [](int64_t rank) { return rank < 0; });
+  if (outside != ranks.begin() + second)
+    return "rank " + std::to_string(*outside) + " at index " +
+           std::to_string(outside - ranks.begin()) + " is negative";
+  outside = std::find_if(ranks.begin(), ranks.begin() + second,
+                         [](int64_t rank) { return rank >= kMaxWorldSize; });
+  if (outside != ranks.begin() + second)
+    return "rank " + std::to_string(*outside) + " at index " +
+           std::to_string(outside - ranks.begin()) +
+           " is beyond the largest rank id, " +
+           std::to_string(kMaxWorldSize - 1);
   if (second < ranks.size())
     return "rank " + std::to_string(ranks[second]) +
            " appears twice (indices " + std::to_string(first) + " and " +
            std::to_string(second) + ")";
+  return "";
+}
+
+std::string m2n::checkRankId(int64_t rank) {
+  if (rank < 0)
+    return "rank " + std::to_string(rank) + " is negative";
+  if (rank >= kMaxWorldSize)
+    return "rank " + std::to_string(rank) +
+           " is beyond the largest rank id, " +
+           std::to_string(kMaxWorldSize - 1);
   return "";
 }
 

@@ -84,8 +84,8 @@ std::string quote(const std::string &name) { return "'" + name + "'"; }
 
 class Verifier {
 public:
-  Verifier(const Plan &plan, size_t maxProblems)
-      : plan(plan), problems(maxProblems) {}
+  Verifier(const Plan &plan, size_t maxProblems, bool compiled)
+      : plan(plan), problems(maxProblems), compiled(compiled) {}
 
   std::vector<std::string> run();
 
@@ -127,6 +127,8 @@ private:
 
   const Plan &plan;
   Problems problems;
+  /// Whether the plan must be ready to run: fused and scheduled.
+  bool compiled;
   std::vector<bool> groupValid;
   std::vector<GroupContext> contexts;
   /// Valid parts of all messages, sorted by (group, slice, member) once
@@ -782,8 +784,18 @@ std::vector<std::string> Verifier::run() {
   if (plan.stagingBudget < 0)
     problems.add("the plan has a negative staging budget (" +
                  std::to_string(plan.stagingBudget) + ")");
-  bool fused = !plan.messages.empty() || plan.numSteps != 0;
-  if (!fused)
+  // More steps than messages (a plan with none may have one) is work that
+  // no message does, and a count that tables by step cannot follow.
+  if (plan.numSteps >
+      std::max<int64_t>(static_cast<int64_t>(plan.messages.size()), 1))
+    problems.add("the plan has " + std::to_string(plan.numSteps) +
+                 " steps but " + std::to_string(plan.messages.size()) +
+                 " messages; every step holds one at least");
+  if (compiled && plan.numSteps == 0 && !plan.messages.empty())
+    problems.add("the plan has " + std::to_string(plan.messages.size()) +
+                 " messages but no steps: it is not scheduled");
+  bool fused = compiled || !plan.messages.empty() || plan.numSteps != 0;
+  if (!fused || problems.full())
     return problems.take();
   for (size_t m = 0; m < plan.messages.size() && !problems.full(); ++m)
     checkMessage(m);
@@ -799,5 +811,12 @@ std::vector<std::string> m2n::plan::verifyPlan(const Plan &plan,
                                                size_t maxProblems) {
   if (maxProblems == 0)
     return {};
-  return Verifier(plan, maxProblems).run();
+  return Verifier(plan, maxProblems, /*compiled=*/false).run();
+}
+
+std::vector<std::string> m2n::plan::verifyCompiledPlan(const Plan &plan,
+                                                       size_t maxProblems) {
+  if (maxProblems == 0)
+    return {};
+  return Verifier(plan, maxProblems, /*compiled=*/true).run();
 }

@@ -209,7 +209,39 @@ static Error readNonEmptyName(const json::Value &value, const Where &where,
     return error;
   if (out.empty())
     return fail(where, "must not be empty");
+  if (out.size() > kMaxNameBytes)
+    return fail(where, llvm::formatv("is {0} bytes long, more than the {1} "
+                                     "a name may have",
+                                     out.size(), kMaxNameBytes));
   return Error::success();
+}
+
+std::string spec::checkTensorName(StringRef name) {
+  if (name.empty())
+    return "tensor name must not be empty";
+  if (name.size() > kMaxNameBytes)
+    return "tensor name is " + std::to_string(name.size()) +
+           " bytes long, more than the " + std::to_string(kMaxNameBytes) +
+           " a name may have";
+  // Safetensors files, where the shards end up, cannot hold these.
+  if (name.contains('\0'))
+    return "tensor name contains a NUL byte, which safetensors files cannot "
+           "hold";
+  if (name == "__metadata__")
+    return "tensor name \"__metadata__\" is the key safetensors files keep "
+           "for metadata";
+  return "";
+}
+
+std::string spec::checkTensorBytes(llvm::ArrayRef<int64_t> shape,
+                                   DType dtype) {
+  if (llvm::is_contained(shape, 0))
+    return "";
+  int64_t bytes = dtypeByteSize(dtype);
+  for (int64_t dim : shape)
+    if (llvm::MulOverflow(bytes, dim, bytes))
+      return "the tensor's size in bytes overflows 64 bits";
+  return "";
 }
 
 /// Reads an array with `read(element, where, out)` per element.
@@ -273,8 +305,13 @@ static Error readRanks(const json::Value &value, const Where &where,
                 llvm::formatv("must be non-negative, got {0}", start));
   int64_t size = Mesh{std::vector<int64_t>(shape.begin(), shape.end()), {}}
                      .size();
-  if (size - 1 > std::numeric_limits<int64_t>::max() - start)
-    return fail(where.key("start"), "the mesh's ranks exceed the 64-bit range");
+  // Ids beyond the limit would make the loop below, and every table by rank
+  // id downstream, as large as the ids.
+  if (start > kMaxWorldSize - size)
+    return fail(where.key("start"),
+                llvm::formatv("the mesh's ranks run from {0} beyond the largest "
+                              "rank id, {1}",
+                              start, kMaxWorldSize - 1));
   ranks.resize(size);
   for (int64_t i = 0; i < size; ++i)
     ranks[i] = start + i;
@@ -353,17 +390,6 @@ static Error readDType(const json::Value &value, const Where &where,
                          ") or a torch name such as \"bfloat16\"");
 }
 
-/// Offsets and sizes downstream are in bytes and must not overflow.
-static Error checkByteSize(llvm::ArrayRef<int64_t> shape, DType dtype,
-                           const Where &where) {
-  if (llvm::is_contained(shape, 0))
-    return Error::success();
-  int64_t bytes = dtypeByteSize(dtype);
-  for (int64_t dim : shape)
-    if (llvm::MulOverflow(bytes, dim, bytes))
-      return fail(where, "the tensor's size in bytes overflows 64 bits");
-  return Error::success();
-}
 
 static Error readPlacement(const json::Value &value, const Where &where,
                            Placement &placement) {
@@ -431,6 +457,9 @@ static Error readTensor(const json::Value &value, size_t i,
   if (Error error = readNonEmptyName(*object->get("name"), where.key("name"),
                                      tensor.name))
     return error;
+  std::string nameProblem = checkTensorName(tensor.name);
+  if (!nameProblem.empty())
+    return fail(where.key("name"), nameProblem);
   if (Error error = checkUnique(seen, tensor.name, "tensors", i, where))
     return error;
   if (Error error =
@@ -442,9 +471,10 @@ static Error readTensor(const json::Value &value, size_t i,
   std::string problem = checkTensorShape(tensor.shape);
   if (!problem.empty())
     return fail(where.key("shape"), problem);
-  if (Error error =
-          checkByteSize(tensor.shape, tensor.dtype, where.key("shape")))
-    return error;
+  // Offsets and sizes downstream are in bytes and must not overflow.
+  std::string bytesProblem = checkTensorBytes(tensor.shape, tensor.dtype);
+  if (!bytesProblem.empty())
+    return fail(where.key("shape"), bytesProblem);
   int64_t rank = static_cast<int64_t>(tensor.shape.size());
   if (Error error = readLayout(*object->get("src"), where.key("src"), spec,
                                rank, tensor.src))
@@ -490,6 +520,10 @@ static Error readSpec(const json::Value &value, RefitSpec &spec) {
   if (!meshes)
     return fail({"", "meshes"},
                 "expected an array, got " + kindName(*root->get("meshes")));
+  if (meshes->size() > kMaxMeshes)
+    return fail({"", "meshes"}, llvm::formatv("{0} meshes, more than the {1} "
+                                              "a spec may have",
+                                              meshes->size(), kMaxMeshes));
   llvm::StringMap<size_t> meshNames;
   spec.meshes.resize(meshes->size());
   for (size_t i = 0; i < meshes->size(); ++i)
@@ -500,12 +534,29 @@ static Error readSpec(const json::Value &value, RefitSpec &spec) {
   if (!tensors)
     return fail({"", "tensors"},
                 "expected an array, got " + kindName(*root->get("tensors")));
+  if (tensors->size() > kMaxTensors)
+    return fail({"", "tensors"}, llvm::formatv("{0} tensors, more than the "
+                                               "{1} a spec may have",
+                                               tensors->size(), kMaxTensors));
   llvm::StringMap<size_t> tensorNames;
   spec.tensors.resize(tensors->size());
-  for (size_t i = 0; i < tensors->size(); ++i)
-    if (Error error =
-            readTensor((*tensors)[i], i, tensorNames, spec, spec.tensors[i]))
+  // The sum of all tensors' bytes, which plan totals add up to.
+  int64_t totalBytes = 0;
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    TensorSpec &tensor = spec.tensors[i];
+    if (Error error = readTensor((*tensors)[i], i, tensorNames, spec, tensor))
       return error;
+    // checkTensorBytes has ruled out overflow for a tensor without 0 dims.
+    int64_t bytes = 0;
+    if (!llvm::is_contained(tensor.shape, 0)) {
+      bytes = dtypeByteSize(tensor.dtype);
+      for (int64_t dim : tensor.shape)
+        bytes *= dim;
+    }
+    if (llvm::AddOverflow(totalBytes, bytes, totalBytes))
+      return fail(entityAt("tensors", i, (*tensors)[i].getAsObject()),
+                  "the tensors up to this one hold more than 2^63 - 1 bytes");
+  }
   return Error::success();
 }
 

@@ -46,13 +46,26 @@ void walk(const m2n::Instruction &inst, uint32_t level, uint8_t *from,
          toOffset + i * inst.toStride[level]);
 }
 
+// `total` plus the bytes of `rank`'s staging and bindings, saturating: a
+// plan's sizes may add up past 2^64, and a wrapped sum would pass the
+// harness's own limit.
+uint64_t addRankBytes(const m2n::LoadedPlan &plan, uint32_t rank,
+                      uint64_t total) {
+  const m2n_plan_rank_header_t *header = plan.rankHeader(rank);
+  auto add = [&](uint64_t bytes) {
+    if (__builtin_add_overflow(total, bytes, &total))
+      total = UINT64_MAX;
+  };
+  add(header->staging_bytes);
+  for (uint32_t i = 0; i < header->binding_count; ++i)
+    add(plan.binding(rank, i).byte_size);
+  return total;
+}
+
 // Executes one rank's instructions, transfers as plain reads and writes.
 void executeRank(const m2n::LoadedPlan &plan, uint32_t rank) {
   const m2n_plan_rank_header_t *header = plan.rankHeader(rank);
-  uint64_t total = header->staging_bytes;
-  for (uint32_t i = 0; i < header->binding_count; ++i)
-    total += plan.binding(rank, i).byte_size;
-  if (header->staging_bytes > kMaxSimulatedBytes || total > kMaxSimulatedBytes)
+  if (addRankBytes(plan, rank, 0) > kMaxSimulatedBytes)
     return;
   std::vector<Buffer> bindings;
   for (uint32_t i = 0; i < header->binding_count; ++i)
@@ -105,11 +118,8 @@ void executeRank(const m2n::LoadedPlan &plan, uint32_t rank) {
 void executePulled(const m2n::LoadedPlan &plan) {
   uint64_t total = 0;
   for (uint32_t rank = 0; rank < plan.worldSize(); ++rank)
-    if (const m2n_plan_rank_header_t *header = plan.rankHeader(rank)) {
-      total += header->staging_bytes;
-      for (uint32_t i = 0; i < header->binding_count; ++i)
-        total += plan.binding(rank, i).byte_size;
-    }
+    if (plan.rankHeader(rank))
+      total = addRankBytes(plan, rank, total);
   if (total > kMaxSimulatedBytes)
     return;
   std::vector<std::vector<uint8_t *>> bindings(plan.worldSize());

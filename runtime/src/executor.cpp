@@ -146,11 +146,14 @@ m2n_status_t RankExecutor::init() {
     if (rounded >= staging && rounded <= SIZE_MAX)
       staging_.reset(static_cast<uint8_t *>(
           std::aligned_alloc(64, static_cast<size_t>(rounded))));
-    if (!staging_)
-      return m2n_status_create(M2N_STATUS_RESOURCE_EXHAUSTED,
-                               concat("rank ", rank_, ": cannot allocate ",
-                                      staging, " bytes of staging")
-                                   .c_str());
+    if (!staging_) {
+      std::string why =
+          concat("rank ", rank_, ": cannot allocate ", staging,
+                 " bytes of staging");
+      // The peers would otherwise wait for this rank until they time out.
+      transport_.abort(why);
+      return m2n_status_create(M2N_STATUS_RESOURCE_EXHAUSTED, why.c_str());
+    }
   }
   return nullptr;
 }

@@ -25,7 +25,9 @@ m2n_status_t fileError(std::string_view path, std::string_view what,
 m2n_status_t mapFile(const char *path, const uint8_t **data, uint64_t *size) {
   *data = nullptr;
   *size = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO without a writer would block open() forever; it
+  // is then refused as not a regular file.
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return fileError(path, "cannot open", errno);
   struct stat info;

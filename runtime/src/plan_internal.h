@@ -153,6 +153,15 @@ private:
 m2n_status_t validatePlan(const std::string &source, const uint8_t *data,
                           uint64_t size);
 
+class LoadedPlan;
+
+/// Proves what a plan computes, beyond validatePlan's memory safety: every
+/// destination byte written exactly once, with the element of its tensor at
+/// its coordinates, from a source shard or from destination bytes that an
+/// earlier step wrote; staging within the plan's budget. DATA_LOSS naming
+/// the rank and instruction when not.
+m2n_status_t checkPlanDataflow(const LoadedPlan &plan);
+
 /// A binding with its box: what the executors need of a rank's shard.
 struct Binding {
   uint32_t tensor = 0;

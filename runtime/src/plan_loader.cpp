@@ -284,12 +284,24 @@ void releaseHeap(const uint8_t *data, uint64_t) {
 
 // Validates `data` and wraps it in a plan, or releases it.
 m2n_status_t adopt(std::string source, const uint8_t *data, uint64_t size,
-                   LoadedPlan::Release release, m2n_plan_t *out) {
+                   LoadedPlan::Release release, uint32_t flags,
+                   m2n_plan_t *out) {
+  if (flags & ~uint32_t(M2N_PLAN_LOAD_TRUSTED)) {
+    release(data, size);
+    return invalidArgument("m2n_plan_load", "unknown flags");
+  }
   if (m2n_status_t status = m2n::validatePlan(source, data, size)) {
     release(data, size);
     return status;
   }
-  *out = new m2n_plan_s{LoadedPlan(std::move(source), data, size, release)};
+  auto *plan =
+      new m2n_plan_s{LoadedPlan(std::move(source), data, size, release)};
+  if (!(flags & M2N_PLAN_LOAD_TRUSTED))
+    if (m2n_status_t status = m2n::checkPlanDataflow(plan->plan)) {
+      delete plan;
+      return status;
+    }
+  *out = plan;
   return nullptr;
 }
 
@@ -298,6 +310,16 @@ m2n_status_t adopt(std::string source, const uint8_t *data, uint64_t size,
 extern "C" {
 
 m2n_status_t m2n_plan_load_file(const char *path, m2n_plan_t *out) {
+  return m2n_plan_load_file_flags(path, 0, out);
+}
+
+m2n_status_t m2n_plan_load_memory(const void *data, size_t size,
+                                  m2n_plan_t *out) {
+  return m2n_plan_load_memory_flags(data, size, 0, out);
+}
+
+m2n_status_t m2n_plan_load_file_flags(const char *path, uint32_t flags,
+                                      m2n_plan_t *out) {
   if (!out)
     return invalidArgument("m2n_plan_load_file", "out is null");
   *out = nullptr;
@@ -306,11 +328,11 @@ m2n_status_t m2n_plan_load_file(const char *path, m2n_plan_t *out) {
   const uint8_t *data = nullptr;
   uint64_t size = 0;
   M2N_RETURN_IF_ERROR(m2n::mapFile(path, &data, &size));
-  return adopt(path, data, size, releaseMapping, out);
+  return adopt(path, data, size, releaseMapping, flags, out);
 }
 
-m2n_status_t m2n_plan_load_memory(const void *data, size_t size,
-                                  m2n_plan_t *out) {
+m2n_status_t m2n_plan_load_memory_flags(const void *data, size_t size,
+                                        uint32_t flags, m2n_plan_t *out) {
   if (!out)
     return invalidArgument("m2n_plan_load_memory", "out is null");
   *out = nullptr;
@@ -327,7 +349,7 @@ m2n_status_t m2n_plan_load_memory(const void *data, size_t size,
         concat("<memory>: cannot allocate ", size, " bytes").c_str());
   if (size != 0)
     std::memcpy(copy, data, size);
-  return adopt("<memory>", copy, size, releaseHeap, out);
+  return adopt("<memory>", copy, size, releaseHeap, flags, out);
 }
 
 void m2n_plan_destroy(m2n_plan_t plan) { delete plan; }

@@ -112,6 +112,7 @@ public:
     M2N_RETURN_IF_ERROR(checkTensors());
     for (uint32_t rank = 0; rank < header_.world_size; ++rank)
       M2N_RETURN_IF_ERROR(checkRank(rank));
+    M2N_RETURN_IF_ERROR(checkStepsUsed());
     return checkMessagesMatch();
   }
 
@@ -165,6 +166,7 @@ private:
   m2n_status_t checkTransfer(RankState &state, uint32_t index,
                              const Instruction &inst);
   m2n_status_t checkMessagesMatch();
+  m2n_status_t checkStepsUsed();
 
   const std::string &source_;
   const uint8_t *data_;
@@ -176,6 +178,8 @@ private:
   std::vector<m2n_plan_tensor_t> tensors_;
   std::vector<Transfer> sends_;
   std::vector<Transfer> receives_;
+  /// STEP records of all ranks.
+  uint64_t stepRecords_ = 0;
 };
 
 //===----------------------------------------------------------------------===//
@@ -378,6 +382,9 @@ Validator::checkTensor(uint32_t index,
                         tensor.name_size);
   if (name.find('\0') != std::string_view::npos)
     return corrupt(where, "name ", quoteName(name), " contains a NUL byte");
+  if (name == "__metadata__")
+    return corrupt(where, "name \"__metadata__\" is the key safetensors "
+                          "files keep for metadata");
   auto [it, inserted] = names.emplace(name, index);
   if (!inserted)
     return corrupt(where, "name ", quoteName(name), " repeats tensor ",
@@ -585,6 +592,7 @@ m2n_status_t Validator::checkOrder(RankState &state, uint32_t index,
                             "; steps must increase");
     state.inStep = true;
     state.step = inst.step;
+    ++stepRecords_;
     state.phase = 0;
     return nullptr;
   }
@@ -812,6 +820,15 @@ m2n_status_t Validator::checkTransfer(RankState &state, uint32_t index,
 //===----------------------------------------------------------------------===//
 // Messages between ranks
 //===----------------------------------------------------------------------===//
+
+// Readers size tables by the step count, so it must follow the file: no
+// more steps than STEP records (a plan without any may have one).
+m2n_status_t Validator::checkStepsUsed() {
+  if (header_.step_count > std::max<uint64_t>(stepRecords_, 1))
+    return corrupt("header: step_count ", header_.step_count, ", but the "
+                   "ranks have ", stepRecords_, " STEP records");
+  return nullptr;
+}
 
 // Within a step, the k-th send from a to b and the k-th receive of b from a
 // are one message: sorted stably by (step, sender, receiver), the two lists

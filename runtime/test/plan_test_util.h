@@ -165,10 +165,13 @@ struct LoadResult {
   std::string message;
 };
 
-/// Loads `bytes` from memory and keeps only the outcome.
-inline LoadResult load(const std::vector<uint8_t> &bytes) {
+/// Loads `bytes` from memory and keeps only the outcome. Tests of the
+/// format's structure on walks that compute no refit pass
+/// M2N_PLAN_LOAD_TRUSTED, which checks the structure alone.
+inline LoadResult load(const std::vector<uint8_t> &bytes, uint32_t flags = 0) {
   m2n_plan_t plan = nullptr;
-  m2n_status_t status = m2n_plan_load_memory(bytes.data(), bytes.size(), &plan);
+  m2n_status_t status =
+      m2n_plan_load_memory_flags(bytes.data(), bytes.size(), flags, &plan);
   LoadResult result = {m2n_status_code(status), m2n_status_message(status)};
   m2n_status_free(status);
   m2n_plan_destroy(plan);

@@ -13,11 +13,11 @@
 namespace m2n::test {
 namespace {
 
-// Loads `bytes` or fails the test.
+// Loads `bytes` or fails the test; `flags` as for load().
 struct Loaded {
-  explicit Loaded(const std::vector<uint8_t> &bytes) {
+  explicit Loaded(const std::vector<uint8_t> &bytes, uint32_t flags = 0) {
     m2n_status_t status =
-        m2n_plan_load_memory(bytes.data(), bytes.size(), &plan);
+        m2n_plan_load_memory_flags(bytes.data(), bytes.size(), flags, &plan);
     EXPECT_EQ(status, nullptr) << m2n_status_message(status);
     m2n_status_free(status);
   }
@@ -357,7 +357,8 @@ TEST(PlanDisassembler, ScalarsNestedLevelsAndOddNames) {
   runs.fromStride = {4, 1};
   runs.toStride = {4, 1};
   writer.copy(0, runs);
-  Loaded loaded(writer.finish());
+  // It copies a quarter of the destination: a walk, not a refit.
+  Loaded loaded(writer.finish(), M2N_PLAN_LOAD_TRUSTED);
   ASSERT_NE(loaded.plan, nullptr);
   std::string text = disassemble(loaded.plan, -1);
   EXPECT_NE(text.find("tensor 0 \"a \\\"q\\\"\\x0a\" I64 []\n"),
@@ -391,7 +392,89 @@ TEST(PlanValidation, AcceptsSignedStridesAndEmptyShards) {
   reverse.fromStride = {-4};
   reverse.toStride = {4};
   writer.copy(0, reverse);
-  EXPECT_EQ(load(writer.finish()).message, "");
+  // Reversed rows are no refit: only the structure is checked.
+  std::vector<uint8_t> bytes = writer.finish();
+  EXPECT_EQ(load(bytes, M2N_PLAN_LOAD_TRUSTED).message, "");
+  EXPECT_EQ(load(bytes).message,
+            "<memory>: rank 0 instruction at byte 904: writes element 2 of "
+            "dimension 0 of tensor \"t\" where element 0 belongs");
+}
+
+/// Two layers of one shape, a group: rank 0 holds both whole, rank 1 their
+/// columns 2..3, bound in `order` (layers by index). One PACK record of
+/// two members, reading from byte `packFrom` of each row, and one UNPACK
+/// record of `unpackMembers` move the layers' columns, as compiled plans
+/// move a model's layers.
+std::vector<uint8_t> groupPlan(std::vector<uint32_t> order, uint64_t packFrom,
+                               uint32_t unpackMembers) {
+  PlanWriter writer;
+  writer.setWorldSize(2);
+  writer.setStepCount(1);
+  writer.setStagingBudget(64);
+  uint32_t layers[2] = {writer.addTensor("l0", M2N_DTYPE_F32, {4, 4}),
+                        writer.addTensor("l1", M2N_DTYPE_F32, {4, 4})};
+  for (uint32_t layer : layers)
+    writer.addBinding(0, layer, M2N_ROLE_SOURCE, {0, 0}, {4, 4});
+  for (uint32_t layer : order)
+    writer.addBinding(1, layers[layer], M2N_ROLE_DESTINATION, {0, 2}, {4, 2});
+  PlanRuns pack; // columns 2..3 of each row, dense in staging
+  pack.fromOffset = packFrom;
+  pack.runBytes = 8;
+  pack.members = 2;
+  pack.count = {4};
+  pack.fromStride = {16};
+  pack.toStride = {8};
+  PlanRuns unpack; // each member's 32 bytes are its whole shard
+  unpack.runBytes = 32;
+  unpack.members = unpackMembers;
+  writer.step(0, 0);
+  writer.pack(0, pack);
+  writer.send(0, 1, 0, 64);
+  writer.step(1, 0);
+  writer.recv(1, 0, 0, 64);
+  writer.unpack(1, unpack);
+  writer.setStagingBytes(0, 64);
+  writer.setStagingBytes(1, 64);
+  writer.setTraffic(0, 64, 0);
+  writer.setTraffic(1, 0, 64);
+  return writer.finish();
+}
+
+TEST(PlanDataflow, ProvesAGroupMovedByWholeRecords) {
+  EXPECT_EQ(load(groupPlan({0, 1}, 8, 2)).message, "");
+}
+
+// Each plan below is sound in structure (it loads trusted) and moves the
+// group's bytes, but not the refit: the proof over whole records must still
+// see it.
+TEST(PlanDataflow, RejectsALayerUnpackedIntoTheOther) {
+  std::vector<uint8_t> bytes = groupPlan({1, 0}, 8, 2);
+  EXPECT_EQ(load(bytes, M2N_PLAN_LOAD_TRUSTED).message, "");
+  LoadResult result = load(bytes);
+  EXPECT_EQ(result.code, M2N_STATUS_DATA_LOSS);
+  EXPECT_NE(result.message.find("writes bytes of tensor \"l0\" into binding "
+                                "0 of tensor \"l1\""),
+            std::string::npos)
+      << result.message;
+}
+
+TEST(PlanDataflow, RejectsTheWrongColumnsOfAGroup) {
+  std::vector<uint8_t> bytes = groupPlan({0, 1}, 0, 2);
+  EXPECT_EQ(load(bytes, M2N_PLAN_LOAD_TRUSTED).message, "");
+  LoadResult result = load(bytes);
+  EXPECT_EQ(result.code, M2N_STATUS_DATA_LOSS);
+  EXPECT_NE(result.message.find("writes element 0 of dimension 1 of tensor "
+                                "\"l0\" where element 2 belongs"),
+            std::string::npos)
+      << result.message;
+}
+
+TEST(PlanDataflow, RejectsAGroupMemberNeverWritten) {
+  std::vector<uint8_t> bytes = groupPlan({0, 1}, 8, 1);
+  EXPECT_EQ(load(bytes, M2N_PLAN_LOAD_TRUSTED).message, "");
+  EXPECT_EQ(load(bytes).message,
+            "<memory>: rank 1 binding 1 (tensor \"l1\"): byte 0 of 32 is "
+            "never written");
 }
 
 TEST(DType, NamesSizesAndLookup) {

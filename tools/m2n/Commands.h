@@ -46,6 +46,10 @@ struct RunOptions {
   std::string srcDir;
   std::string dstDir;
   ProgressMode progress = ProgressMode::Auto;
+  /// How long a rank waits on its peers, at start and in every step.
+  double timeoutSeconds = 60;
+  /// Load the plan with M2N_PLAN_LOAD_TRUSTED.
+  bool trustPlan = false;
 };
 
 struct SpecOptions {
@@ -75,8 +79,11 @@ struct FileContents {
 /// Writes each file through a temporary file beside it, and renames the
 /// temporary files over the paths only once all are complete, so that a
 /// failure to write any leaves every path as it was. The paths must differ.
-/// Prints the error and returns false on failure.
-bool writeFilesAtomically(llvm::ArrayRef<FileContents> files);
+/// A path that is "-" or names one of `inputs` (the same file, through a
+/// link too) is refused before anything is written. Prints the error and
+/// returns false on failure.
+bool writeFilesAtomically(llvm::ArrayRef<FileContents> files,
+                          llvm::ArrayRef<llvm::StringRef> inputs = {});
 
 } // namespace m2n::driver
 

@@ -35,7 +35,32 @@ static std::error_code writeNewFile(const std::string &path,
   return error;
 }
 
-bool writeFilesAtomically(llvm::ArrayRef<FileContents> files) {
+/// What keeps `path` from being an output of a command that reads
+/// `inputs`, or "".
+static std::string outputProblem(llvm::StringRef path,
+                                 llvm::ArrayRef<llvm::StringRef> inputs) {
+  if (path == "-")
+    return "'-' would be a file of that name; this output cannot go to "
+           "stdout, name a file";
+  for (llvm::StringRef input : inputs) {
+    bool same = false;
+    // equivalent() fails when either does not exist: then they differ.
+    if (!input.empty() && input != "-" &&
+        !llvm::sys::fs::equivalent(path, input, same) && same)
+      return "'" + path.str() + "' is the input '" + input.str() +
+             "'; an output may not overwrite an input";
+  }
+  return "";
+}
+
+bool writeFilesAtomically(llvm::ArrayRef<FileContents> files,
+                          llvm::ArrayRef<llvm::StringRef> inputs) {
+  for (const FileContents &file : files)
+    if (std::string problem = outputProblem(file.path, inputs);
+        !problem.empty()) {
+      llvm::errs() << "error: " << problem << "\n";
+      return false;
+    }
   std::vector<std::string> temps;
   auto fail = [&](llvm::StringRef path, std::error_code error) {
     for (const std::string &temp : temps)
@@ -159,7 +184,8 @@ int compile(const CompileOptions &options) {
                        bytes.size())}};
   if (!options.irPath.empty())
     files.push_back({options.irPath, ir});
-  bool written = writeFilesAtomically(files);
+  bool written =
+      writeFilesAtomically(files, {options.specPath, options.topologyPath});
   // The process ends next: erasing a real model's tens of thousands of ops
   // one by one would take longer than writing the plan.
   (void)module.release();

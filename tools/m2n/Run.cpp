@@ -2,8 +2,11 @@
 //
 // Rank r reads its source shards from SRC/rank{r}.safetensors and writes its
 // destination shards to DST/rank{r}.safetensors. Every input is checked
-// before any data moves, and outputs are written through temporary files,
-// so after an error no destination file is half written.
+// before any data moves. Outputs are first written beside their names, as
+// rank{r}.safetensors.partial, and renamed only once every rank has written
+// its own: after an error no destination file is new or changed. A failure
+// over MPI aborts the whole job, since a rank that stopped responding would
+// keep the others in MPI_Finalize forever.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,10 +20,14 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +58,26 @@ std::string shapeText(uint32_t ndim, const int64_t *shape) {
 
 std::string rankFile(const std::string &dir, uint32_t rank) {
   return dir + "/rank" + std::to_string(rank) + ".safetensors";
+}
+
+/// Where a rank's output is written until every rank has written its own.
+std::string partialFile(const std::string &dir, uint32_t rank) {
+  return rankFile(dir, rank) + ".partial";
+}
+
+/// Removes what runs that were killed left of the outputs of the ranks that
+/// `ours` accepts: every DIR/rank{r}.safetensors.* (partial outputs and the
+/// safetensors writer's temporary files), which m2n alone names so.
+template <typename OursFn> void removeStale(const std::string &dir, OursFn ours) {
+  std::error_code error;
+  for (llvm::sys::fs::directory_iterator it(dir, error), end;
+       !error && it != end; it.increment(error)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    uint32_t rank;
+    if (name.consume_front("rank") && !name.consumeInteger(10, rank) &&
+        name.consume_front(".safetensors.") && ours(rank))
+      llvm::sys::fs::remove(it->path());
+  }
 }
 
 /// One shard of a rank as the plan describes it.
@@ -118,7 +145,8 @@ struct RankWork {
   uint32_t rank = 0;
   std::vector<Shard> shards;
   m2n_safetensors_t input = nullptr;
-  std::vector<std::vector<uint8_t>> outputs;
+  /// From malloc: a shard too large to allocate is an error, not an abort.
+  std::vector<std::unique_ptr<uint8_t, decltype(&std::free)>> outputs;
   std::string error;
   /// Where its executor reports its steps, if anywhere.
   std::optional<StepProgress::Rank> progress;
@@ -197,13 +225,22 @@ std::string loadInputs(const std::string &srcDir, RankWork &work) {
   return "";
 }
 
-void allocateOutputs(RankWork &work) {
+std::string allocateOutputs(RankWork &work) {
   for (Shard &shard : work.shards) {
-    if (shard.role != M2N_ROLE_DESTINATION)
+    if (shard.role != M2N_ROLE_DESTINATION || shard.byteSize == 0)
       continue;
-    work.outputs.emplace_back(shard.byteSize);
-    shard.data = work.outputs.back().data();
+    void *data = shard.byteSize <= SIZE_MAX
+                     ? std::malloc(static_cast<size_t>(shard.byteSize))
+                     : nullptr;
+    if (!data)
+      return "RESOURCE_EXHAUSTED: rank " + std::to_string(work.rank) +
+             ": cannot allocate " + std::to_string(shard.byteSize) +
+             " bytes for the destination shard of tensor \"" + shard.name +
+             "\"";
+    work.outputs.emplace_back(static_cast<uint8_t *>(data), &std::free);
+    shard.data = data;
   }
+  return "";
 }
 
 /// Binds the shards that have data and runs the rank's part. The run goes
@@ -247,9 +284,26 @@ std::string writeOutputs(const std::string &dstDir, const RankWork &work) {
     tensor.data = shard.data;
     tensor.byte_size = shard.byteSize;
   }
-  std::string path = rankFile(dstDir, work.rank);
+  std::string path = partialFile(dstDir, work.rank);
   return take(m2n_safetensors_write_file(path.c_str(), tensors.data(),
                                          tensors.size(), nullptr, 0));
+}
+
+/// Renames a rank's written output to its name, or on failure removes it.
+std::string settleOutput(const std::string &dstDir, const RankWork &work,
+                         bool commit) {
+  if (!work.hasRole(M2N_ROLE_DESTINATION))
+    return "";
+  std::string partial = partialFile(dstDir, work.rank);
+  if (!commit) {
+    llvm::sys::fs::remove(partial);
+    return "";
+  }
+  std::string path = rankFile(dstDir, work.rank);
+  if (std::error_code error = llvm::sys::fs::rename(partial, path))
+    return "cannot rename '" + partial + "' to '" + path +
+           "': " + error.message();
+  return "";
 }
 
 /// Reads the plan's shards for `rank` and its inputs.
@@ -259,14 +313,14 @@ std::string prepare(m2n_plan_t plan, const RunOptions &options,
   if (error.empty())
     error = loadInputs(options.srcDir, work);
   if (error.empty())
-    allocateOutputs(work);
+    error = allocateOutputs(work);
   return error;
 }
 
 /// Runs every rank on a thread of its own. Every rank reports the same
 /// agreed failure, so each message is returned once.
 std::vector<std::string>
-executeAll(m2n_plan_t plan, m2n_sim_world_t world,
+executeAll(m2n_plan_t plan, m2n_sim_world_t world, double timeoutSeconds,
            const std::vector<std::unique_ptr<RankWork>> &works) {
   std::vector<std::thread> threads;
   for (const std::unique_ptr<RankWork> &work : works)
@@ -274,6 +328,9 @@ executeAll(m2n_plan_t plan, m2n_sim_world_t world,
       m2n_transport_t transport = nullptr;
       work->error = take(m2n_sim_world_transport(
           world, static_cast<int>(work->rank), &transport));
+      if (work->error.empty())
+        work->error =
+            take(m2n_transport_set_timeout(transport, timeoutSeconds));
       if (work->error.empty())
         work->error = execute(plan, transport, *work);
       m2n_transport_destroy(transport);
@@ -321,16 +378,24 @@ int runSim(m2n_plan_t plan, const m2n_plan_info_t &info,
     for (std::unique_ptr<RankWork> &work : works)
       work->progress = StepProgress::Rank{&*steps, work->rank};
   }
-  std::vector<std::string> errors = executeAll(plan, world, works);
+  std::vector<std::string> errors =
+      executeAll(plan, world, options.timeoutSeconds, works);
   m2n_sim_world_destroy(world);
   if (errors.empty()) {
     line.begin("m2n run: writing the outputs");
+    removeStale(options.dstDir,
+                [&](uint32_t r) { return r < info.world_size; });
     for (const std::unique_ptr<RankWork> &work : works)
       if (std::string error = writeOutputs(options.dstDir, *work);
           !error.empty()) {
         errors.push_back(error);
         break;
       }
+    for (const std::unique_ptr<RankWork> &work : works)
+      if (std::string error =
+              settleOutput(options.dstDir, *work, errors.empty());
+          !error.empty())
+        errors.push_back(error);
   }
   line.finish();
   for (const std::string &error : errors)
@@ -347,8 +412,49 @@ void printRankError(int rank, const std::string &message) {
                       "\n";
 }
 
+/// Waits for `request` for up to `seconds` (forever when not positive);
+/// false when it did not complete.
+bool waitFor(MPI_Request &request, double seconds) {
+  auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    int done = 0;
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return false;
+    if (done)
+      return true;
+    std::chrono::duration<double> waited =
+        std::chrono::steady_clock::now() - start;
+    if (seconds > 0 && waited.count() > seconds)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+/// Whether every rank says `ok`, by an all-reduce that gives up after
+/// `seconds`: nullopt when some rank did not answer in time. A blocking
+/// collective here would wait forever on a rank that stopped.
+std::optional<bool> everyRank(bool ok, double seconds) {
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD,
+                     &request) != MPI_SUCCESS ||
+      !waitFor(request, seconds))
+    return std::nullopt;
+  return all != 0;
+}
+
+/// Ends the job from a rank whose peers cannot be reached: MPI_Finalize
+/// would wait for them forever, MPI_Abort ends every rank.
+[[noreturn]] void abortJob(int rank, const std::string &why) {
+  printRankError(rank, why + "; aborting the job");
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
 /// This process is one rank; every rank checks its inputs, and the ranks
-/// agree before any data moves, so a bad input fails every rank.
+/// agree before any data moves, so a bad input fails every rank. They agree
+/// again on the outcome before any output takes its name. Every wait has
+/// the timeout; a rank that waits past it aborts the job.
 int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
            const RunOptions &options) {
   int initialized = 0;
@@ -358,15 +464,29 @@ int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  double timeout = options.timeoutSeconds;
+  std::string wait = " after " + std::to_string(timeout) + " s waiting for ";
   RankWork work;
   work.rank = static_cast<uint32_t>(rank);
   std::string error;
   if (static_cast<uint32_t>(size) != info.world_size)
     error = "the plan has " + std::to_string(info.world_size) +
             " ranks but mpirun started " + std::to_string(size);
+  // Before the transport's MPI_Comm_dup, a collective without a timeout:
+  // every rank must have started, on a plan of this world size.
+  std::optional<bool> started = everyRank(error.empty(), timeout);
+  if (!started)
+    abortJob(rank, "timed out" + wait + "every rank to start");
+  if (!*started) {
+    printRankError(rank, error.empty() ? "another rank cannot run the plan"
+                                       : error);
+    MPI_Finalize();
+    return 1;
+  }
   m2n_transport_t transport = nullptr;
+  error = take(m2n_transport_create_mpi(nullptr, &transport));
   if (error.empty())
-    error = take(m2n_transport_create_mpi(nullptr, &transport));
+    error = take(m2n_transport_set_timeout(transport, timeout));
   std::string inputError = error.empty() ? prepare(plan, options, work) : "";
   if (!inputError.empty())
     printRankError(rank, inputError);
@@ -378,6 +498,10 @@ int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
                   info.step_count);
     work.progress = StepProgress::Rank{&*steps, 0};
   }
+  // Tests stop one rank here, as a rank that stops responding mid-run.
+  if (const char *stop = std::getenv("M2N_TEST_STOP_RANK");
+      stop && std::to_string(rank) == stop)
+    std::raise(SIGSTOP);
   // A rank with a bad input still runs, unbound, so that the agreement
   // fails every rank instead of leaving them waiting.
   if (error.empty())
@@ -385,29 +509,74 @@ int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
   if (error.empty()) {
     line.begin("m2n run (rank " + std::to_string(rank) +
                "): writing the outputs");
+    removeStale(options.dstDir, [&](uint32_t r) { return r == work.rank; });
     error = writeOutputs(options.dstDir, work);
   }
   line.finish();
   if (!error.empty() && inputError.empty())
     printRankError(rank, error);
+  bool ok = error.empty() && inputError.empty();
+  // A failed rank's peers have heard of it and come here at once; a rank
+  // that is fine waits as long as the others may take to write.
+  std::optional<bool> outcome =
+      everyRank(ok, ok ? timeout : std::min(timeout, 10.0));
+  if (!outcome) {
+    settleOutput(options.dstDir, work, false);
+    abortJob(rank, "timed out" + wait + "the other ranks to finish");
+  }
+  std::string settled = settleOutput(options.dstDir, work, *outcome);
+  if (!settled.empty())
+    printRankError(rank, settled);
   m2n_transport_destroy(transport);
   MPI_Finalize();
-  return error.empty() && inputError.empty() ? 0 : 1;
+  return *outcome && settled.empty() ? 0 : 1;
 }
 #endif
+
+/// What is wrong with the command line before anything is read or
+/// created, or "".
+std::string checkOptions(const RunOptions &options) {
+  bool known = options.backend == "sim";
+#ifdef M2N_HAVE_MPI
+  known = known || options.backend == "mpi";
+#endif
+  if (!known)
+    return "unknown backend '" + options.backend + "'; this m2n has: sim"
+#ifdef M2N_HAVE_MPI
+           + ", mpi"
+#endif
+        ;
+  if (!(options.timeoutSeconds >= 0))
+    return "--timeout must not be negative";
+  // Outputs would replace inputs of a colocated plan; equivalent() sees
+  // through links, and fails when --dst does not exist yet.
+  bool same = false;
+  if (!llvm::sys::fs::equivalent(options.srcDir, options.dstDir, same) &&
+      same)
+    return "--dst '" + options.dstDir + "' is the folder --src '" +
+           options.srcDir + "' names; outputs may not overwrite inputs";
+  return "";
+}
 
 } // namespace
 
 int run(const RunOptions &options) {
+  if (std::string error = checkOptions(options); !error.empty()) {
+    llvm::errs() << "error: " << error << "\n";
+    return 1;
+  }
   m2n_plan_t plan = nullptr;
-  if (std::string error =
-          take(m2n_plan_load_file(options.planPath.c_str(), &plan));
+  if (std::string error = take(m2n_plan_load_file_flags(
+          options.planPath.c_str(),
+          options.trustPlan ? M2N_PLAN_LOAD_TRUSTED : 0, &plan));
       !error.empty()) {
     llvm::errs() << "error: " << error << "\n";
     return 1;
   }
   m2n_plan_info_t info;
   m2n_status_free(m2n_plan_get_info(plan, &info));
+  // A failed run leaves nothing new, not even the folder it created.
+  bool created = !llvm::sys::fs::exists(options.dstDir);
   if (std::error_code error =
           llvm::sys::fs::create_directories(options.dstDir)) {
     llvm::errs() << "error: cannot create '" << options.dstDir
@@ -419,17 +588,13 @@ int run(const RunOptions &options) {
   if (options.backend == "sim")
     result = runSim(plan, info, options);
 #ifdef M2N_HAVE_MPI
-  else if (options.backend == "mpi")
+  else
     result = runMpi(plan, info, options);
 #endif
-  else
-    llvm::errs() << "error: unknown backend '" << options.backend
-                 << "'; this m2n has: sim"
-#ifdef M2N_HAVE_MPI
-                 << ", mpi"
-#endif
-                 << "\n";
   m2n_plan_destroy(plan);
+  // Only once empty: over MPI another rank may have made it, or written to it.
+  if (result != 0 && created)
+    llvm::sys::fs::remove(options.dstDir, /*IgnoreNonExisting=*/true);
   return result;
 }
 

@@ -18,6 +18,8 @@
 
 #include "Commands.h"
 
+#include "m2n/transport.h"
+
 #include "m2n/Dialect/M2N/Transforms/Pipelines.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -102,6 +104,16 @@ cl::opt<std::string> srcDir(
 cl::opt<std::string> dstDir(
     "dst", cl::desc("Where rank r writes rank{r}.safetensors"),
     cl::value_desc("dir"), cl::Required, cl::sub(runCommand));
+cl::opt<double> timeout(
+    "timeout",
+    cl::desc("Seconds a rank waits on its peers before the job fails "
+             "(default 60)"),
+    cl::init(M2N_TRANSPORT_DEFAULT_TIMEOUT_S), cl::sub(runCommand));
+cl::opt<bool> trustPlan(
+    "trust-plan",
+    cl::desc("Skip proving at load what the plan computes (for plans this "
+             "machine compiled; the structural checks still run)"),
+    cl::sub(runCommand));
 
 //===--- compile and run --------------------------------------------------===//
 
@@ -206,6 +218,8 @@ int runRun() {
   options.backend = backend;
   options.srcDir = srcDir;
   options.dstDir = dstDir;
+  options.timeoutSeconds = timeout;
+  options.trustPlan = trustPlan;
   return m2n::driver::run(options);
 }
 

@@ -392,12 +392,16 @@ TEST(Reject, RanksStart) {
   EXPECT_EQ(errorOf(meshWith("ranks", R"j({"start": "0"})j")),
             "spec.json: error: meshes[0] (\"train\"): ranks.start: expected "
             "an integer, got a string");
-  // Eight ranks from 2^63 - 8 end at the largest int64_t.
-  EXPECT_EQ(errorOf(meshWith("ranks", R"j({"start": 9223372036854775800})j")),
-            "parsed");
+  // Eight ranks from 2^20 - 8 end at the largest rank id.
+  EXPECT_EQ(errorOf(meshWith("ranks", R"j({"start": 1048568})j")), "parsed");
+  EXPECT_EQ(errorOf(meshWith("ranks", R"j({"start": 1048569})j")),
+            "spec.json: error: meshes[0] (\"train\"): ranks.start: the "
+            "mesh's ranks run from 1048569 beyond the largest rank id, "
+            "1048575");
   EXPECT_EQ(errorOf(meshWith("ranks", R"j({"start": 9223372036854775801})j")),
             "spec.json: error: meshes[0] (\"train\"): ranks.start: the "
-            "mesh's ranks exceed the 64-bit range");
+            "mesh's ranks run from 9223372036854775801 beyond the largest "
+            "rank id, 1048575");
 }
 
 /// The size is checked before {"start": k} expands into ranks.

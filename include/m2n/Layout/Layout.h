@@ -28,6 +28,10 @@ constexpr int64_t kMaxMeshRank = 8;
 /// Meshes have at most this many ranks, which keeps every mesh index and
 /// product of mesh dims far from overflow.
 constexpr int64_t kMaxMeshSize = int64_t(1) << 24;
+/// Rank ids are below this, and so is the world size (one past the largest
+/// id). Passes, the exporter and the plan format keep tables indexed by rank
+/// id, so the bound on ids is what bounds their memory (docs/limits.md).
+constexpr int64_t kMaxWorldSize = int64_t(1) << 20;
 
 /// How a tensor is laid out along one mesh axis: replicated on every rank of
 /// the axis, or split along one tensor dimension as torch.chunk splits it.
@@ -236,7 +240,7 @@ std::vector<Overlap> overlaps(const std::vector<int64_t> &shape,
 std::string checkMeshShape(const std::vector<int64_t> &shape);
 
 /// checkMeshShape, then as many ranks as the product of the shape, ranks
-/// non-negative and distinct.
+/// distinct and in [0, kMaxWorldSize).
 std::string checkMesh(const std::vector<int64_t> &shape,
                       const std::vector<int64_t> &ranks);
 
@@ -244,6 +248,10 @@ std::string checkMesh(const std::vector<int64_t> &shape,
 /// nonzero dims of at most 2^62, so that element counts, offsets and strides
 /// fit in int64 (even for an empty tensor).
 std::string checkTensorShape(const std::vector<int64_t> &shape);
+
+/// What is wrong with `rank` as a rank id ("" when it is in
+/// [0, kMaxWorldSize)), for callers that read ranks outside a mesh.
+std::string checkRankId(int64_t rank);
 
 /// One placement per mesh axis, each shard dim within the tensor's rank.
 std::string checkPlacements(const std::vector<Placement> &placements,

@@ -24,10 +24,18 @@ namespace m2n::plan {
 /// - once scheduled: steps are in [0, numSteps); a relay slice travels in a
 ///   later step than every slice that brought its bytes; each rank's staging
 ///   bytes in each step (packed sends plus unpacked receives, zero-copy
-///   excluded) stay within stagingBudget; messages are sorted.
+///   excluded) stay within stagingBudget; messages are sorted;
+/// - numSteps is at most the number of messages (or 1 without any).
 /// At most `maxProblems` problems are listed, each naming the tensor (or
 /// group), ranks, box and step concerned.
 std::vector<std::string> verifyPlan(const Plan &plan, size_t maxProblems = 10);
+
+/// verifyPlan for a plan about to be exported, which must be complete:
+/// checked as fused even without messages (so every remote slice must
+/// travel in one), and scheduled when it has messages. A plan of an earlier
+/// stage passes verifyPlan but not this.
+std::vector<std::string> verifyCompiledPlan(const Plan &plan,
+                                            size_t maxProblems = 10);
 
 } // namespace m2n::plan
 

@@ -18,13 +18,18 @@
 
 namespace m2n {
 
-/// `text` as JSON; a syntax error is reported at its line and column of
-/// `fileName`.
+/// The deepest nesting of arrays and objects that parseJsonFile reads; a
+/// refit spec needs 4 levels and a topology file 1.
+constexpr size_t kMaxJsonDepth = 64;
+
+/// `text` as JSON; a syntax error, or nesting deeper than kMaxJsonDepth, is
+/// reported at its line and column of `fileName`.
 llvm::Expected<llvm::json::Value> parseJsonFile(llvm::StringRef text,
                                                 llvm::StringRef fileName);
 
-/// The contents of the file at `path`, or of stdin when `path` is "-" (the
-/// buffer is then called "<stdin>"); failing that, an error naming it.
+/// The contents of the regular file at `path`, or of stdin when `path` is
+/// "-" (the buffer is then called "<stdin>"); failing that, an error naming
+/// it. A FIFO or device is refused without waiting on it.
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 readTextFile(llvm::StringRef path);
 

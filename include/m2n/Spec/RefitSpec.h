@@ -27,6 +27,7 @@
 #include "m2n/Layout/Layout.h"
 #include "m2n/Spec/DType.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -67,6 +68,21 @@ struct RefitSpec {
   /// The mesh called `name`, or null.
   const MeshSpec *findMesh(llvm::StringRef name) const;
 };
+
+/// Limits that keep counts within the plan format's 32-bit indices and the
+/// compiler's memory bounded; docs/limits.md lists them all.
+constexpr size_t kMaxMeshes = size_t(1) << 16;
+constexpr size_t kMaxTensors = size_t(1) << 22;
+/// Bytes of a mesh, axis, refit or tensor name.
+constexpr size_t kMaxNameBytes = 4096;
+
+/// What keeps `name` from naming a tensor in a plan and a safetensors file
+/// (empty, too long, a NUL byte, "__metadata__"), or "" when nothing does.
+std::string checkTensorName(llvm::StringRef name);
+
+/// "" when a tensor of `shape` and `dtype` has a size in bytes that fits in
+/// int64_t, else what is wrong.
+std::string checkTensorBytes(llvm::ArrayRef<int64_t> shape, DType dtype);
 
 /// A placement as written in a spec: "R" or "S(d)", or torch's "Replicate()",
 /// "Shard(d)" and "Shard(dim=d)", with blanks allowed around the tokens.

@@ -429,6 +429,16 @@ std::string exportBlocker(const plan::Plan &plan) {
   for (const plan::TensorInfo &tensor : plan.tensors)
     if (!within(tensor.group, plan.groups.size()))
       return "tensor '" + tensor.name + "' is in no group";
+  // The exporter keeps tables by rank and by step: both must be small
+  // enough to allocate before the verifier has had its say.
+  if (plan.worldSize() > kMaxWorldSize)
+    return "the plan's ranks reach id " + std::to_string(plan.worldSize() - 1) +
+           ", beyond the largest rank id, " + std::to_string(kMaxWorldSize - 1);
+  if (plan.numSteps < 0 ||
+      plan.numSteps >
+          std::max<int64_t>(static_cast<int64_t>(plan.messages.size()), 1))
+    return "the plan has " + std::to_string(plan.numSteps) + " steps for " +
+           std::to_string(plan.messages.size()) + " messages";
   size_t worldSize =
       static_cast<size_t>(std::max<int64_t>(plan.worldSize(), 0));
   auto isTensor = [&](int32_t m) { return within(m, plan.tensors.size()); };
@@ -487,7 +497,7 @@ static FailureOr<plan::Plan> readCompiledPlan(ModuleOp module) {
   FailureOr<plan::Plan> plan = readPlan(refit);
   if (failed(plan))
     return failure();
-  std::vector<std::string> problems = plan::verifyPlan(*plan);
+  std::vector<std::string> problems = plan::verifyCompiledPlan(*plan);
   if (!problems.empty())
     return emitRefitError(refit) << "the plan of refit @" << refit.getSymName()
                                  << " is unsound: " << problems.front();

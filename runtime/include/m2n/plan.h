@@ -92,6 +92,22 @@ m2n_status_t m2n_plan_load_file(const char *path, m2n_plan_t *out);
 m2n_status_t m2n_plan_load_memory(const void *data, size_t size,
                                   m2n_plan_t *out);
 
+/* Loading checks the file's structure, so that running it stays within
+ * its buffers, and then proves what it computes: every destination byte
+ * written exactly once with the right element, from data its sender holds
+ * or received in an earlier step, within the staging budget (DATA_LOSS
+ * otherwise). M2N_PLAN_LOAD_TRUSTED skips the proof, for a plan that this
+ * process compiled and the compiler verified; the structural checks always
+ * run. */
+#define M2N_PLAN_LOAD_TRUSTED 1u
+
+/* m2n_plan_load_file and m2n_plan_load_memory with `flags`, 0 or
+ * M2N_PLAN_LOAD_TRUSTED; INVALID_ARGUMENT for any other bit. */
+m2n_status_t m2n_plan_load_file_flags(const char *path, uint32_t flags,
+                                      m2n_plan_t *out);
+m2n_status_t m2n_plan_load_memory_flags(const void *data, size_t size,
+                                        uint32_t flags, m2n_plan_t *out);
+
 /* Frees `plan` and unmaps its file; NULL is allowed. */
 void m2n_plan_destroy(m2n_plan_t plan);
 

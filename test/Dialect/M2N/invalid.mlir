@@ -255,7 +255,7 @@ m2n.refit @r {
 m2n.refit @r {
   m2n.mesh @m shape [2] ranks [0, 1]
   %a = m2n.tensor "a" : tensor<4xf32>
-  // expected-error @+1 {{slice 1 has a negative offset or size}}
+  // expected-error @+1 {{slice 1 has box 2:-2 in dimension 0, outside the tensor's 0:4}}
   m2n.transfers %a from <@m, [R]> to <@m, [S(0)]> : tensor<4xf32> slices {
     0 -> 1 [0:2]
     0 -> 1 [2:-2]
@@ -332,7 +332,7 @@ m2n.refit @r {
 // -----
 
 m2n.refit @r {
-  // expected-error @+1 {{has a negative rank, step or byte count}}
+  // expected-error @+1 {{has a negative step or byte count}}
   m2n.message step -1 : 0 -> 1 bytes 4 parts [g0 s0 m0..1]
 }
 

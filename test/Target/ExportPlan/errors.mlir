@@ -27,3 +27,17 @@ m2n.refit @unsound attributes {num_steps = 1, staging_budget = 1024} {
 // CHECK: error: expected exactly one 'm2n.refit' to export
 m2n.refit @one {}
 m2n.refit @two {}
+
+// -----
+
+// A plan of an earlier stage passes m2n-verify but is not exported: its
+// slices would travel in no message.
+// CHECK: error: the plan of refit @unfused is unsound: {{.*}}travels in no message
+m2n.refit @unfused attributes {staging_budget = 1024} {
+  m2n.mesh @train shape [1] ranks [0]
+  m2n.mesh @gen shape [1] ranks [1]
+  %a = m2n.tensor "a" : tensor<4xf32>
+  m2n.transfers %a from <@train, [R]> to <@gen, [R]> : tensor<4xf32> slices {
+    0 -> 1 [0:4]
+  }
+}

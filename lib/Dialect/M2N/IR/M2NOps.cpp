@@ -3,11 +3,16 @@
 #include "m2n/Dialect/M2N/IR/M2NOps.h"
 
 #include "m2n/Dialect/M2N/IR/DTypes.h"
+#include "m2n/Spec/RefitSpec.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <limits>
 
 using namespace mlir;
 using namespace m2n;
@@ -30,9 +35,53 @@ void RefitOp::build(OpBuilder &builder, OperationState &state, StringRef name) {
   state.addRegion()->emplaceBlock();
 }
 
-LogicalResult RefitOp::verify() {
+/// A problem with the refit's step count and its messages' steps, or "".
+static std::string checkSteps(RefitOp refit) {
+  std::optional<uint64_t> numSteps = refit.getNumSteps();
+  if (!numSteps)
+    return "";
+  auto steps = static_cast<int64_t>(*numSteps);
+  int64_t messages = 0;
+  for (MessageOp message : refit.getBody().getOps<MessageOp>()) {
+    if (message.getStep() >= steps)
+      return "num_steps is " + std::to_string(steps) +
+             ", but a message is in step " + std::to_string(message.getStep());
+    ++messages;
+  }
+  // A step count beyond the messages (a refit without any may have one
+  // step) describes work that no message does; without a step, the
+  // messages would be dropped.
+  if (steps < 1 || steps > std::max<int64_t>(messages, 1))
+    return "num_steps is " + std::to_string(steps) + " with " +
+           std::to_string(messages) +
+           " messages; it must be between 1 and the number of messages";
+  return "";
+}
+
+LogicalResult RefitOp::verifyRegions() {
+  std::string steps = checkSteps(*this);
+  if (!steps.empty())
+    return emitOpError() << "@" << getSymName() << ": " << steps;
+  if (std::optional<uint64_t> budget = getStagingBudget();
+      budget && static_cast<int64_t>(*budget) < 0)
+    return emitOpError() << "@" << getSymName()
+                         << ": staging_budget must not be negative";
+  auto meshes = getBody().getOps<MeshOp>();
+  if (static_cast<size_t>(std::distance(meshes.begin(), meshes.end())) >
+      spec::kMaxMeshes)
+    return emitOpError() << "@" << getSymName() << ": more than "
+                         << spec::kMaxMeshes << " meshes";
   llvm::StringMap<TensorOp> tensors;
+  // What the tensors hold, which plan totals add up to.
+  int64_t totalBytes = 0;
   for (auto tensor : getBody().getOps<TensorOp>()) {
+    if (tensors.size() == spec::kMaxTensors)
+      return tensor.emitOpError()
+             << "more than " << spec::kMaxTensors << " tensors in a refit";
+    if (llvm::AddOverflow(totalBytes, tensor.byteSize(), totalBytes))
+      return tensor.emitOpError() << "tensor \"" << tensor.getName()
+                                  << "\": the tensors up to this one hold "
+                                     "more than 2^63 - 1 bytes";
     auto [it, inserted] = tensors.try_emplace(tensor.getName(), tensor);
     if (!inserted) {
       InFlightDiagnostic diag = tensor.emitOpError()
@@ -90,17 +139,28 @@ LogicalResult MeshOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult TensorOp::verify() {
-  if (getName().empty())
-    return emitOpError() << "tensor name must not be empty";
+  std::string nameProblem = spec::checkTensorName(getName());
+  if (!nameProblem.empty())
+    return emitOpError() << nameProblem;
   auto type = cast<RankedTensorType>(getResult().getType());
-  if (!getDType(type.getElementType()))
+  std::optional<DType> dtype = getDType(type.getElementType());
+  if (!dtype)
     return emitOpError() << "tensor \"" << getName() << "\": element type "
                          << type.getElementType()
                          << " is not one that m2n moves";
   std::string problem = checkTensorShape(type.getShape().vec());
+  if (problem.empty())
+    problem = spec::checkTensorBytes(type.getShape(), *dtype);
   if (!problem.empty())
     return emitOpError() << "tensor \"" << getName() << "\": " << problem;
   return success();
+}
+
+int64_t TensorOp::byteSize() {
+  auto type = cast<RankedTensorType>(getResult().getType());
+  if (llvm::is_contained(type.getShape(), 0))
+    return 0;
+  return type.getNumElements() * dtypeByteSize(*getDType(type.getElementType()));
 }
 
 void TensorOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
@@ -296,19 +356,31 @@ LogicalResult TransfersOp::verify() {
   for (size_t begin = 0; begin < table.size(); begin += width) {
     ArrayRef<int64_t> row = table.slice(begin, width);
     int64_t index = begin / width;
-    if (row[kSender] < 0 || row[kReceiver] < 0)
-      return emitOpError() << "slice " << index << " has a negative rank";
+    for (int64_t rank : {row[kSender], row[kReceiver]}) {
+      std::string problem = checkRankId(rank);
+      if (!problem.empty())
+        return emitOpError() << "slice " << index << ": " << problem;
+    }
     if (row[kOrigin] != 0 && row[kOrigin] != 1)
       return emitOpError() << "slice " << index << " has origin "
                            << row[kOrigin] << "; expected 0 or 1";
-    if (row[kRound] < 0 || (row[kOrigin] == 1 && row[kRound] == 0))
+    if (row[kRound] < 0 || row[kRound] > std::numeric_limits<int32_t>::max())
+      return emitOpError() << "slice " << index << " is in round "
+                           << row[kRound] << ", outside [0, 2^31)";
+    if (row[kOrigin] == 1 && row[kRound] == 0)
       return emitOpError() << "slice " << index << " forwards in round "
                            << row[kRound]
                            << "; forwarding needs a round of at least 1";
-    for (int64_t d = 0; d < rank; ++d)
-      if (row[kBox + d] < 0 || row[kBox + rank + d] < 0)
-        return emitOpError()
-               << "slice " << index << " has a negative offset or size";
+    ArrayRef<int64_t> shape = getTensorType().getShape();
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t offset = row[kBox + d], size = row[kBox + rank + d];
+      // Subtracting keeps the comparison clear of overflow.
+      if (offset < 0 || size < 0 || offset > shape[d] ||
+          size > shape[d] - offset)
+        return emitOpError() << "slice " << index << " has box " << offset
+                             << ":" << size << " in dimension " << d
+                             << ", outside the tensor's 0:" << shape[d];
+    }
   }
   return success();
 }
@@ -377,8 +449,13 @@ static ParseResult parseMessageParts(OpAsmParser &parser,
 LogicalResult MessageOp::verify() {
   if (getSender() == getReceiver())
     return emitOpError() << "sends from rank " << getSender() << " to itself";
-  if (getSender() < 0 || getReceiver() < 0 || getStep() < 0 || getBytes() < 0)
-    return emitOpError() << "has a negative rank, step or byte count";
+  if (getStep() < 0 || getBytes() < 0)
+    return emitOpError() << "has a negative step or byte count";
+  for (int64_t rank : {getSender(), getReceiver()}) {
+    std::string problem = checkRankId(rank);
+    if (!problem.empty())
+      return emitOpError() << problem;
+  }
   ArrayRef<int64_t> parts = getParts();
   if (parts.empty() || parts.size() % kPartWidth != 0)
     return emitOpError() << "needs at least one part of " << kPartWidth

@@ -24,8 +24,11 @@ def M2N_RefitOp : M2N_Op<"refit", [
     that every rank runs and `staging_budget` the staging bytes per rank
     that the schedule keeps within.
 
-    The verifier rejects two tensors of one name and a tensor resharded more
-    than once (by `m2n.reshard` or `m2n.transfers`).
+    The verifier rejects two tensors of one name, a tensor resharded more
+    than once (by `m2n.reshard` or `m2n.transfers`), more meshes or tensors
+    than a spec may have, tensors that together hold more than 2^63 - 1
+    bytes, and a `num_steps` that is not positive, exceeds the number of
+    messages (or 1 without any), or that a message's step is not below.
 
     Example:
 
@@ -43,7 +46,9 @@ def M2N_RefitOp : M2N_Op<"refit", [
                        OptionalAttr<I64Attr>:$staging_budget);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
-  let hasVerifier = 1;
+  // After the ops of the body: it reads their names and steps, which their
+  // own verifiers make sure are there.
+  let hasRegionVerifier = 1;
   let skipDefaultBuilders = 1;
   let builders = [OpBuilder<(ins "::llvm::StringRef":$name)>];
 }
@@ -90,7 +95,9 @@ def M2N_TensorOp : M2N_Op<"tensor", [
     type is one of the dtypes that m2n moves: `bf16`, `f16`, `f32`, `f64`,
     `f8E4M3FN`, `f8E5M2`, `i8`, `ui8`, `i16`, `ui16`, `i32`, `ui32`, `i64`,
     `ui64`, and `i1` for booleans. The shape is static with 0 to 8
-    dimensions; a dimension may be 0.
+    dimensions; a dimension may be 0; the size in bytes fits in 64 bits.
+    The name is one that safetensors files can hold: 1 to 4096 bytes, no
+    NUL byte, not `__metadata__`.
 
     Example:
 
@@ -102,6 +109,10 @@ def M2N_TensorOp : M2N_Op<"tensor", [
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The tensor's size in bytes, which the verifier proved fits int64_t.
+    int64_t byteSize();
+  }];
 }
 
 def M2N_ReshardOp : M2N_Op<"reshard", [
@@ -155,7 +166,8 @@ def M2N_TransfersOp : M2N_Op<"transfers", [
     - `forward` reads the box from the sender's destination shard: bytes
       that reached it in an earlier round, which it relays.
 
-    The verifier checks the table's structure and the layouts; `m2n-verify`
+    The verifier checks the table's structure (ranks below 2^20, rounds
+    below 2^31, boxes within the tensor) and the layouts; `m2n-verify`
     checks that the slices deliver every destination byte exactly once.
 
     Example:
