@@ -601,6 +601,12 @@ static std::optional<Exchange> planExchange(const Region &region,
   if (!options.exchange || exchange.parts.size() < 2 || options.maxRounds < 2)
     return std::nullopt;
   auto [nodes, owners] = receiversByNode(region, model);
+  // A region too small for a part per receiver has fewer owners: the least
+  // busy senders, so that owning parts of many regions spreads over all.
+  if (exchange.parts.size() < owners.size())
+    std::stable_sort(owners.begin(), owners.end(), [&](int64_t a, int64_t b) {
+      return loads.send[a] < loads.send[b];
+    });
   // Entries pass parts on within their node, in a third round.
   bool entries = options.maxRounds >= 3;
   int64_t regionElements = region.box.volume();

@@ -27,6 +27,8 @@
 
 #include "m2n/Plan/Schedule.h"
 
+#include "BoxIndex.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -236,33 +238,60 @@ public:
     return take(*best, message, stagingOf(message));
   }
 
-  /// Places a message in the earliest step of [first, last] with room
-  /// where each end is idle so far or within its share with it: what
-  /// others wait on goes as soon as the ranks' even share allows. Without
-  /// such a step, as balance() places it.
+  /// Places a message that others wait on in the earliest step of [first,
+  /// last] with room where each end is idle so far or within its eager
+  /// share with it, so that what others wait on arrives at a steady rate
+  /// from the first step on. Without such a step, as balance() places it.
   int64_t soonest(const Message &message, int64_t first, int64_t last) {
-    if (model) {
-      int64_t bytes = stagingOf(message);
-      auto [from, to] = slots(message);
-      double seconds = model->messageSeconds(message.sender, message.receiver,
-                                             message.bytes);
-      auto within = [&](double busy) {
-        return busy == 0 || busy + seconds <= share;
-      };
-      size_t end = std::min(numSteps, static_cast<size_t>(last) + 1);
-      for (size_t step = static_cast<size_t>(first); step < end; ++step)
-        if (within(sendSeconds[from * capacity + step]) &&
-            within(receiveSeconds[to * capacity + step]) &&
-            fits(staging[from * capacity + step],
-                 staging[to * capacity + step], message, bytes))
-          return take(step, message, bytes);
-    }
+    int64_t bytes = stagingOf(message);
+    auto [from, to] = slots(message);
+    double seconds =
+        model->messageSeconds(message.sender, message.receiver, message.bytes);
+    auto within = [&](double busy, double limit) {
+      return busy == 0 || busy + seconds <= limit;
+    };
+    size_t end = std::min(numSteps, static_cast<size_t>(last) + 1);
+    for (size_t step = static_cast<size_t>(first); step < end; ++step)
+      if (within(sendSeconds[from * capacity + step], eagerSend[from]) &&
+          within(receiveSeconds[to * capacity + step], eagerReceive[to]) &&
+          fits(staging[from * capacity + step], staging[to * capacity + step],
+               message, bytes))
+        return take(step, message, bytes);
     return balance(message, first, last);
   }
 
-  /// Sets the seconds each rank may work in a step at no cost: the
-  /// busiest rank's work over the steps, which its steps take in any case.
-  void setShare(double seconds) { share = seconds; }
+  /// Sets the seconds each rank may work in a step at no cost, `seconds`:
+  /// the busiest rank's work over the steps, which its steps take in any
+  /// case. Of it, each rank's eager share is the part that messages others
+  /// wait on take of its work (`eager` marks them): the rest of the share
+  /// is left to the messages that wait, in the steps after.
+  void setShare(const Plan &plan, const std::vector<bool> &eager,
+                double seconds) {
+    share = seconds;
+    std::vector<double> sending(ranks.size(), 0), receiving(ranks.size(), 0);
+    eagerSend.assign(ranks.size(), 0);
+    eagerReceive.assign(ranks.size(), 0);
+    for (size_t m = 0; m < plan.messages.size(); ++m) {
+      const Message &message = plan.messages[m];
+      auto [from, to] = slots(message);
+      double time = model->messageSeconds(message.sender, message.receiver,
+                                          message.bytes);
+      sending[from] += time;
+      receiving[to] += time;
+      if (eager[m]) {
+        eagerSend[from] += time;
+        eagerReceive[to] += time;
+      }
+    }
+    for (size_t slot = 0; slot < ranks.size(); ++slot) {
+      eagerSend[slot] = sending[slot] > 0
+                            ? share * eagerSend[slot] / sending[slot]
+                            : share;
+      eagerReceive[slot] = receiving[slot] > 0
+                               ? share * eagerReceive[slot] / receiving[slot]
+                               : share;
+    }
+  }
 
   /// Opens `count` empty steps.
   void open(int64_t count) {
@@ -410,6 +439,8 @@ private:
   /// Per step, its busiest rank's seconds: what the step costs.
   std::vector<double> longest;
   double share = 0;
+  /// Per rank slot, its eager share each way (see setShare).
+  std::vector<double> eagerSend, eagerReceive;
 };
 
 /// The messages each message waits for: those that bring the bytes it
@@ -455,18 +486,21 @@ private:
             {static_cast<uint32_t>(m), part.memberBegin, part.memberEnd});
   }
 
-  /// Per group, its remote slices that travel, as (receiver, slice),
-  /// sorted: what each rank receives of the group's tensors.
+  /// Per group, what each rank receives of its tensors: the remote slices
+  /// that travel, by receiver.
   void indexArrivals(const Plan &plan) {
     arrivals.resize(plan.groups.size());
     for (size_t g = 0; g < plan.groups.size(); ++g) {
       const TransferGroup &group = plan.groups[g];
+      llvm::DenseMap<int64_t, std::vector<int32_t>> byReceiver;
       for (size_t i = 0; i < group.slices.size(); ++i)
         if (!group.slices[i].isLocalCopy() &&
             !records[groupBase[g] + i].empty())
-          arrivals[g].emplace_back(group.slices[i].receiver,
-                                   static_cast<int32_t>(i));
-      llvm::sort(arrivals[g]);
+          byReceiver[group.slices[i].receiver].push_back(
+              static_cast<int32_t>(i));
+      for (auto &[receiver, slices] : byReceiver)
+        arrivals[g].try_emplace(receiver,
+                                BoxIndex(group.slices, std::move(slices)));
     }
   }
 
@@ -476,25 +510,21 @@ private:
     const Slice &slice = group.slices[part.slice];
     if (slice.origin != Origin::Destination)
       return;
-    const auto &received = arrivals[part.group];
-    auto first = llvm::lower_bound(
-        received,
-        std::make_pair(slice.sender, std::numeric_limits<int32_t>::min()));
-    for (auto it = first; it != received.end() && it->first == slice.sender;
-         ++it) {
-      if (!intersects(group.slices[it->second].box, slice.box))
-        continue;
-      for (const Record &record : records[groupBase[part.group] + it->second])
+    auto received = arrivals[part.group].find(slice.sender);
+    if (received == arrivals[part.group].end())
+      return;
+    received->second.forEachMeeting(group.slices, slice.box, [&](int32_t j) {
+      for (const Record &record : records[groupBase[part.group] + j])
         if (record.begin < part.memberEnd && part.memberBegin < record.end &&
             record.message != m)
           list.push_back(record.message);
-    }
+    });
   }
 
   /// Where each group's slices start in `records`.
   std::vector<size_t> groupBase;
   std::vector<std::vector<Record>> records;
-  std::vector<std::vector<std::pair<int64_t, int32_t>>> arrivals;
+  std::vector<llvm::DenseMap<int64_t, BoxIndex>> arrivals;
   /// Message m's inputs are list[start[m], start[m + 1]).
   std::vector<size_t> start;
   std::vector<uint32_t> list;
@@ -611,7 +641,10 @@ static Schedule placeMessages(
   loads.openFewest(plan, all);
   loads.open(std::max<int64_t>(0, planned - loads.steps()));
   planned = loads.steps();
-  loads.setShare(busiest / static_cast<double>(planned));
+  std::vector<bool> eager(plan.messages.size());
+  for (size_t m = 0; m < plan.messages.size(); ++m)
+    eager[m] = chains[m] > 1;
+  loads.setShare(plan, eager, busiest / static_cast<double>(planned));
   Schedule placement;
   placement.steps.assign(plan.messages.size(), 0);
   std::vector<int64_t> earliest(plan.messages.size(), 0);

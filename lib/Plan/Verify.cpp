@@ -12,6 +12,7 @@
 #include "m2n/Plan/Verify.h"
 #include "m2n/Plan/Coalesce.h"
 
+#include "BoxIndex.h"
 #include "LayoutIndex.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -56,6 +57,8 @@ struct PartRecord {
 struct Received {
   int64_t receiver = 0;
   std::vector<int32_t> slices;
+  /// The same slices, to find those that meet a forwarded box.
+  BoxIndex boxes;
 };
 
 /// A group's layouts and who receives what, for the checks after the
@@ -70,13 +73,27 @@ struct GroupContext {
   /// Slices that also lie within their receiver's box.
   std::vector<bool> placed;
 
-  const std::vector<int32_t> *receivedBy(int64_t rank) const {
+  const Received *receivedBy(int64_t rank) const {
     auto it = std::lower_bound(
         received.begin(), received.end(), rank,
         [](const Received &entry, int64_t r) { return entry.receiver < r; });
     if (it == received.end() || it->receiver != rank)
       return nullptr;
-    return &it->slices;
+    return &*it;
+  }
+
+  /// Calls `visit(j)` for each slice j that `rank` receives and whose box
+  /// meets `box`, until it returns true.
+  template <typename Visit>
+  void forEachArrival(const std::vector<Slice> &slices, int64_t rank,
+                      const Box &box, Visit visit) const {
+    const Received *entry = receivedBy(rank);
+    if (!entry)
+      return;
+    bool done = false;
+    entry->boxes.forEachMeeting(slices, box, [&](int32_t j) {
+      done = done || visit(j);
+    });
   }
 };
 
@@ -339,9 +356,11 @@ void Verifier::indexReceivers(size_t g) {
   std::vector<Received> &received = contexts[g].received;
   for (int32_t i : order) {
     if (received.empty() || received.back().receiver != slices[i].receiver)
-      received.push_back(Received{slices[i].receiver, {}});
+      received.push_back(Received{slices[i].receiver, {}, {}});
     received.back().slices.push_back(i);
   }
+  for (Received &entry : received)
+    entry.boxes = BoxIndex(slices, entry.slices);
 }
 
 void Verifier::checkSliceOrder(size_t g) {
@@ -377,7 +396,8 @@ void Verifier::checkTiling(size_t g) {
     int32_t id = dst.boxAt(index);
     if (id < 0)
       continue;
-    const std::vector<int32_t> *slices = context.receivedBy(receivers[index]);
+    const Received *entry = context.receivedBy(receivers[index]);
+    const std::vector<int32_t> *slices = entry ? &entry->slices : nullptr;
     checkTilingOf(g, receivers[index], dst.box(id), slices ? *slices : none);
   }
 }
@@ -449,20 +469,17 @@ void Verifier::checkRelayRounds(size_t g) {
     const Slice &relay = group.slices[i];
     if (relay.origin != Origin::Destination || !contexts[g].placed[i])
       continue;
-    const std::vector<int32_t> *sources = contexts[g].receivedBy(relay.sender);
-    if (!sources)
-      continue;
-    for (int32_t j : *sources) {
-      const Slice &arrival = group.slices[j];
-      if (!contexts[g].placed[j] || arrival.round < relay.round ||
-          !intersects(arrival.box, relay.box))
-        continue;
-      problems.add(sliceName(g, i) + ": forwards " +
-                   intersect(arrival.box, relay.box).str() +
-                   ", which reaches rank " + std::to_string(relay.sender) +
-                   " only in round " + std::to_string(arrival.round));
-      break;
-    }
+    contexts[g].forEachArrival(
+        group.slices, relay.sender, relay.box, [&](int32_t j) {
+          const Slice &arrival = group.slices[j];
+          if (!contexts[g].placed[j] || arrival.round < relay.round)
+            return false;
+          problems.add(sliceName(g, i) + ": forwards " +
+                       intersect(arrival.box, relay.box).str() +
+                       ", which reaches rank " + std::to_string(relay.sender) +
+                       " only in round " + std::to_string(arrival.round));
+          return true;
+        });
   }
 }
 
@@ -722,32 +739,35 @@ void Verifier::checkRelaySteps() {
         !contexts[relay.group].placed[relay.slice])
       continue;
     int64_t step = plan.messages[relay.message].step;
-    const std::vector<int32_t> *sources =
-        contexts[relay.group].receivedBy(slice.sender);
-    if (!sources)
-      continue;
-    for (int32_t j : *sources) {
-      const Slice &arrival = group.slices[j];
-      if (arrival.isLocalCopy() || !contexts[relay.group].placed[j] ||
-          !intersects(arrival.box, slice.box))
-        continue;
-      auto [first, last] = recordsOf(relay.group, j);
-      for (size_t r = first; r < last; ++r) {
-        const PartRecord &record = records[r];
-        int64_t arrivalStep = plan.messages[record.message].step;
-        if (record.memberEnd <= relay.memberBegin ||
-            record.memberBegin >= relay.memberEnd || arrivalStep < step)
-          continue;
-        problems.add(messageName(relay.message) + ": forwards " +
-                     intersect(arrival.box, slice.box).str() + " of " +
-                     memberName(relay.group, std::max(record.memberBegin,
-                                                      relay.memberBegin)) +
-                     ", which reaches rank " + std::to_string(slice.sender) +
-                     " only in step " + std::to_string(arrivalStep) + " (" +
-                     messageName(record.message) + ")");
-        return;
-      }
-    }
+    bool reported = false;
+    contexts[relay.group].forEachArrival(
+        group.slices, slice.sender, slice.box, [&](int32_t j) {
+          const Slice &arrival = group.slices[j];
+          if (arrival.isLocalCopy() || !contexts[relay.group].placed[j])
+            return false;
+          auto [first, last] = recordsOf(relay.group, j);
+          for (size_t r = first; r < last; ++r) {
+            const PartRecord &record = records[r];
+            int64_t arrivalStep = plan.messages[record.message].step;
+            if (record.memberEnd <= relay.memberBegin ||
+                record.memberBegin >= relay.memberEnd || arrivalStep < step)
+              continue;
+            problems.add(
+                messageName(relay.message) + ": forwards " +
+                intersect(arrival.box, slice.box).str() + " of " +
+                memberName(relay.group,
+                           std::max(record.memberBegin, relay.memberBegin)) +
+                ", which reaches rank " + std::to_string(slice.sender) +
+                " only in step " + std::to_string(arrivalStep) + " (" +
+                messageName(record.message) + ")");
+            reported = true;
+            return true;
+          }
+          return false;
+        });
+    // One forward too early tells enough.
+    if (reported)
+      return;
   }
 }
 
