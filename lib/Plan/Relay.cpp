@@ -519,6 +519,9 @@ namespace {
 /// which passes it on within its node. Every receiver then receives the
 /// region once, and its sends are about what it receives, so the receivers'
 /// links carry the replicas' traffic instead of the source side's.
+/// An exchange's parts are at least a bucket over this.
+constexpr int64_t kPartsPerBucket = 8;
+
 struct Exchange {
   std::vector<Box> parts;
   /// Per part: its bytes (all members), the source holder that sends it,
@@ -579,6 +582,7 @@ receiversByNode(const Region &region, const CostModel &model) {
       nodes.emplace_back();
     nodes.back().push_back(receiver);
   }
+
   // Receivers are ascending, so a node's come together unless nodes
   // interleave ranks, which a rank-to-node division cannot.
   std::vector<int64_t> interleaved;
@@ -589,24 +593,53 @@ receiversByNode(const Region &region, const CostModel &model) {
   return {std::move(nodes), std::move(interleaved)};
 }
 
+/// The least busy sender among `receivers` that owns no part yet, on a node
+/// that has no owner yet where there is one: with fewer parts than
+/// receivers, owning parts of many regions then spreads over all receivers
+/// and over the nodes.
+static int64_t leastBusyOwner(llvm::ArrayRef<int64_t> receivers,
+                              llvm::ArrayRef<int64_t> owners,
+                              const LoadDelta &delta, const CostModel &model) {
+  auto owns = [&](int64_t rank) { return llvm::is_contained(owners, rank); };
+  auto nodeOwns = [&](int64_t rank) {
+    return llvm::any_of(owners,
+                        [&](int64_t owner) { return model.sameNode(owner, rank); });
+  };
+  std::optional<int64_t> best;
+  auto better = [&](int64_t rank) {
+    if (!best)
+      return true;
+    bool freshNode = !nodeOwns(rank), bestFreshNode = !nodeOwns(*best);
+    if (freshNode != bestFreshNode)
+      return freshNode;
+    return delta.send(rank) < delta.send(*best);
+  };
+  for (int64_t rank : receivers)
+    if (!owns(rank) && better(rank))
+      best = rank;
+  return *best;
+}
+
 /// The exchange of `region`, or nullopt when it cannot be cut into two parts
 /// or needs more rounds than allowed. `loads` must exclude the region.
 static std::optional<Exchange> planExchange(const Region &region,
                                             const Loads &loads,
                                             const CostModel &model,
                                             const RelayOptions &options) {
-  int64_t receivers = static_cast<int64_t>(region.receivers.size());
-  Exchange exchange;
-  exchange.parts = chunkBox(region.box, receivers);
-  if (!options.exchange || exchange.parts.size() < 2 || options.maxRounds < 2)
+  if (!options.exchange || options.maxRounds < 2)
     return std::nullopt;
   auto [nodes, owners] = receiversByNode(region, model);
-  // A region too small for a part per receiver has fewer owners: the least
-  // busy senders, so that owning parts of many regions spreads over all.
-  if (exchange.parts.size() < owners.size())
-    std::stable_sort(owners.begin(), owners.end(), [&](int64_t a, int64_t b) {
-      return loads.send[a] < loads.send[b];
-    });
+  // A part per receiver, but none much smaller than a bucket: each part is
+  // a message from the source side, whose latency a small part would not
+  // pay for, while parts too large pipeline poorly.
+  int64_t receivers = static_cast<int64_t>(region.receivers.size());
+  int64_t smallest =
+      std::max<int64_t>(1, model.defaultBucketBytes() / kPartsPerBucket);
+  Exchange exchange;
+  exchange.parts = chunkBox(
+      region.box, std::clamp<int64_t>(region.bytes / smallest, 2, receivers));
+  if (exchange.parts.size() < 2)
+    return std::nullopt;
   // Entries pass parts on within their node, in a third round.
   bool entries = options.maxRounds >= 3;
   int64_t regionElements = region.box.volume();
@@ -614,6 +647,8 @@ static std::optional<Exchange> planExchange(const Region &region,
   for (size_t p = 0; p < exchange.parts.size(); ++p) {
     int64_t bytes = exchange.parts[p].volume() * region.bytes / regionElements;
     int64_t owner = owners[p];
+    if (exchange.parts.size() < owners.size())
+      owner = leastBusyOwner(owners, exchange.owners, delta, model);
     // The holder least busy once it sends the part.
     int64_t holder = region.holders.front();
     double best = std::numeric_limits<double>::infinity();

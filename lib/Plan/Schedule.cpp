@@ -717,10 +717,18 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
     if (!best || placement.seconds < best->seconds)
       best = std::move(placement);
   }
+  // A step left empty costs its overhead and moves nothing.
+  std::vector<int64_t> renumbered(best->count, -1);
+  for (int64_t step : best->steps)
+    renumbered[step] = 0;
+  int64_t count = 0;
+  for (int64_t &step : renumbered)
+    if (step == 0)
+      step = count++;
   for (size_t m = 0; m < plan.messages.size(); ++m)
-    plan.messages[m].step = best->steps[m];
+    plan.messages[m].step = renumbered[best->steps[m]];
   stats.stagingPeak = best->stagingPeak;
-  return best->count;
+  return count;
 }
 
 llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
