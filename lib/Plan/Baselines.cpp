@@ -25,8 +25,8 @@ namespace {
 
 /// Prices steps as CostModel::cost prices the steps of a fused plan: a
 /// rank's sends in a step run one after another, and so do its receives;
-/// the two directions overlap; a step lasts as long as its busiest rank;
-/// steps run one after another.
+/// the two directions overlap; a step lasts as long as its busiest rank,
+/// plus its own cost; steps run one after another.
 class StepPricer {
 public:
   StepPricer(const CostModel &model, PlanCost &cost, int64_t worldSize)
@@ -68,7 +68,9 @@ public:
       cost.steps += repeats;
       cost.messages += messages * repeats;
       cost.wireBytes += bytes * repeats;
-      cost.predictedSeconds += longest * static_cast<double>(repeats);
+      cost.predictedSeconds +=
+          (longest + model.getTopology().stepSeconds) *
+          static_cast<double>(repeats);
     }
     touched.clear();
   }

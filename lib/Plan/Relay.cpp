@@ -631,10 +631,13 @@ static std::optional<Exchange> planExchange(const Region &region,
   auto [nodes, owners] = receiversByNode(region, model);
   // A part per receiver, but none much smaller than a bucket: each part is
   // a message from the source side, whose latency a small part would not
-  // pay for, while parts too large pipeline poorly.
+  // pay for, while parts too large pipeline poorly. A region too small for
+  // two such parts is not worth the hops' latencies.
   int64_t receivers = static_cast<int64_t>(region.receivers.size());
   int64_t smallest =
       std::max<int64_t>(1, model.defaultBucketBytes() / kPartsPerBucket);
+  if (region.bytes < 2 * smallest)
+    return std::nullopt;
   Exchange exchange;
   exchange.parts = chunkBox(
       region.box, std::clamp<int64_t>(region.bytes / smallest, 2, receivers));

@@ -28,10 +28,11 @@ namespace {
 using Bytes = std::vector<int64_t>;
 
 /// Numbers easy to follow by hand: 1 us, 100 GB/s within nodes of 4 ranks,
-/// 10 GB/s between them.
+/// 10 GB/s between them, and steps that cost nothing of their own.
 CostModel roundModel() {
   Topology topology;
   topology.latencySeconds = 1e-6;
+  topology.stepSeconds = 0;
   topology.intraNodeBandwidth = 1e11;
   topology.interNodeBandwidth = 1e10;
   topology.ranksPerNode = 4;

@@ -128,16 +128,21 @@ TEST(Fuse, SplitsAlongTheNextDimWhenOneRowIsTooLarge) {
   EXPECT_EQ(stats.zeroCopyMessages, 8);
 }
 
-TEST(Fuse, ZeroCopySlicesLargerThanABucketStayWhole) {
-  // The whole [1, 2, 16] F32 tensor is one run on both sides: it needs no
-  // staging, so it goes as one zero-copy message however small the bucket.
+TEST(Fuse, ZeroCopySlicesLargerThanABucketGoInPieces) {
+  // The whole [1, 2, 16] F32 tensor is one run on both sides and needs no
+  // staging, but in one message it could neither spread over steps nor be
+  // forwarded piece by piece: it goes as four zero-copy pieces of 32 bytes.
   Plan plan = planWithMeshes(mesh({1}, {0}), mesh({1}, {1}));
   addGroup(plan, {1, 2, 16}, DType::F32, {Placement::replicate()},
            {Placement::replicate()});
   addDirectSlices(plan, 0);
   FuseStats stats = fuse(plan, FuseOptions{40});
-  EXPECT_EQ(stats.splitSlices, 0);
-  expectMessages(plan, {message(0, 0, 1, {{0, 0, 0, 1}}, 128, true)});
+  EXPECT_EQ(stats.splitSlices, 1);
+  EXPECT_EQ(stats.zeroCopyMessages, 4);
+  expectMessages(plan, {message(0, 0, 1, {{0, 0, 0, 1}}, 32, true),
+                        message(0, 0, 1, {{0, 1, 0, 1}}, 32, true),
+                        message(0, 0, 1, {{0, 2, 0, 1}}, 32, true),
+                        message(0, 0, 1, {{0, 3, 0, 1}}, 32, true)});
 }
 
 TEST(Fuse, SplitPiecesSortAmongOtherSlices) {

@@ -183,29 +183,66 @@ TEST(Schedule, BalancedStepsSpreadZeroCopyMessages) {
   EXPECT_LT(model.cost(plan).predictedSeconds,
             model.cost(firstFit).predictedSeconds);
   EXPECT_DOUBLE_EQ(model.cost(plan).predictedSeconds,
-                   2 * model.messageSeconds(0, 1, 60));
+                   2 * (model.messageSeconds(0, 1, 60) +
+                        model.getTopology().stepSeconds));
 }
 
-TEST(Schedule, BalancedStepsKeepTheBudgetAndTheRounds) {
-  // Relayed bytes (round 1) still go after what they forward (round 0),
-  // and no step stages more than the budget.
+/// Makes slice `s` of `plan` forward what its sender received as slice
+/// `from`: the same box, read from the destination shard.
+void forwardOf(Plan &plan, int32_t s, int32_t from) {
+  Slice &forward = plan.groups[0].slices[s];
+  forward.origin = Origin::Destination;
+  forward.box = plan.groups[0].slices[from].box;
+}
+
+TEST(Schedule, ForwardsWaitOnlyForWhatTheyForward) {
+  // Rank 0 sends rank 1 a box that rank 1 forwards to rank 5 in round 1;
+  // rank 3 sends rank 4 four messages that need four steps of the budget.
+  // The forward goes after its own input, not after all of round 0: rounds
+  // overlap.
   Plan plan = planOf({{0, 1, 50},
-                      {0, 2, 50},
-                      {0, 3, 50},
-                      {4, 1, 30},
-                      {4, 2, 90},
-                      {1, 5, 50, 1},
-                      {2, 6, 50, 1}});
+                      {3, 4, 90},
+                      {3, 4, 90},
+                      {3, 4, 90},
+                      {3, 4, 90},
+                      {1, 5, 50, 1}});
+  forwardOf(plan, 5, 0);
   CostModel model;
   ScheduleStats stats = balanceOrFail(plan, 100, model);
   EXPECT_LE(stats.stagingPeak, 100);
+  EXPECT_GT(stepOf(plan, 5), stepOf(plan, 0));
   int64_t lastOfRound0 = 0;
   for (int32_t s = 0; s < 5; ++s)
     lastOfRound0 = std::max(lastOfRound0, stepOf(plan, s));
-  EXPECT_GT(stepOf(plan, 5), lastOfRound0);
-  EXPECT_GT(stepOf(plan, 6), lastOfRound0);
+  EXPECT_LT(stepOf(plan, 5), lastOfRound0);
   EXPECT_EQ(stats.steps, plan.numSteps);
   EXPECT_TRUE(isSorted(plan));
+}
+
+TEST(Schedule, ChainsOfForwardsGoStepByStep) {
+  // A box travels 0 -> 1 -> 2 -> 3 -> 4: each hop in a later step than the
+  // one before.
+  Plan plan = planOf({{0, 1, 40}, {1, 2, 40, 1}, {2, 3, 40, 2}, {3, 4, 40, 3}});
+  for (int32_t s = 1; s < 4; ++s)
+    forwardOf(plan, s, 0);
+  CostModel model;
+  balanceOrFail(plan, 100, model);
+  for (int32_t s = 1; s < 4; ++s)
+    EXPECT_GT(stepOf(plan, s), stepOf(plan, s - 1)) << s;
+}
+
+TEST(Schedule, RejectsForwardsOfWhatArrivesInTheSameRound) {
+  // Rank 1 forwards in round 1 a box that reaches it only in round 1.
+  Plan plan = planOf({{0, 1, 40, 1}, {1, 2, 40, 1}, {0, 3, 40}});
+  forwardOf(plan, 1, 0);
+  ScheduleOptions options{100};
+  CostModel model;
+  options.model = &model;
+  llvm::Expected<ScheduleStats> stats = schedule(plan, options);
+  ASSERT_FALSE(static_cast<bool>(stats));
+  EXPECT_NE(llvm::toString(stats.takeError())
+                .find("forwards bytes that reach its sender only in round 1"),
+            std::string::npos);
 }
 
 TEST(Schedule, EqualMessagesOrderByTheirParts) {

@@ -50,13 +50,15 @@ m2n.refit @split {
 // -----
 
 // A slice that is one run in both shards moves straight between the
-// tensors, whole, even when it is larger than a bucket; with the default
-// bucket of tens of MiB, 2 KiB slices are packed instead.
+// tensors, in pieces of at most a bucket that are each one run too; with
+// the default bucket of tens of MiB, 2 KiB slices are packed instead.
 // CHECK-LABEL: m2n.refit @zero_copy
 // CHECK:         m2n.message step 0 : 0 -> 2 bytes 4096 parts [g0 s0 m0..1, g1 s0 m0..1]
 // SMALL-LABEL: m2n.refit @zero_copy
-// SMALL:         m2n.message step 0 : 0 -> 2 bytes 2048 zero_copy parts [g0 s0 m0..1]
-// SMALL-NEXT:    m2n.message step 0 : 0 -> 2 bytes 2048 zero_copy parts [g1 s0 m0..1]
+// SMALL:         m2n.message step 0 : 0 -> 2 bytes 24 zero_copy parts [g0 s0 m0..1]
+// SMALL-NEXT:    m2n.message step 0 : 0 -> 2 bytes 24 zero_copy parts [g0 s1 m0..1]
+// SMALL-NEXT:    m2n.message step 0 : 0 -> 2 bytes 16 zero_copy parts [g0 s2 m0..1]
+// SMALL-NOT:     bytes 2048
 m2n.refit @zero_copy {
   m2n.mesh @train shape [2] ranks [0, 1]
   m2n.mesh @gen shape [2] ranks [2, 3]
