@@ -176,39 +176,76 @@ static bool isZeroCopy(const Plan &plan, GroupBoxes &boxes,
                         boxes.destination(entry.group).of(slice.receiver));
 }
 
-/// Whether fusion splits `slice` of `group` to fit a `bucket`: a remote slice
-/// larger than the bucket. One contiguous on both sides would fit zero-copy
-/// whole, but its pieces, zero-copy too, let the schedule spread it over
-/// steps and forward each piece as soon as it arrives.
-static bool isLarge(const TransferGroup &group, const Slice &slice,
-                    int64_t bucket) {
-  return !slice.isLocalCopy() && sliceBytes(group, slice) > bucket;
+namespace {
+/// The most bytes of a message: packed, or zero-copy, which takes no staging
+/// and so may be larger.
+struct Limits {
+  int64_t bucket;
+  int64_t zeroCopy;
+};
+} // namespace
+
+/// The piece size of `slice`: a zero-copy limit for a slice that would go
+/// zero-copy, the bucket otherwise. `boxes` are the group's, made only when
+/// a slice is larger than a bucket.
+static int64_t pieceBytes(const Plan &plan, const TransferGroup &group,
+                          const Slice &slice, const Limits &limits,
+                          std::optional<std::pair<HeldBoxes, HeldBoxes>> &boxes) {
+  if (sliceBytes(group, slice) <= limits.bucket)
+    return limits.bucket;
+  if (!boxes)
+    boxes.emplace(HeldBoxes(plan, group, group.src),
+                  HeldBoxes(plan, group, group.dst));
+  const HeldBoxes &from =
+      slice.origin == Origin::Source ? boxes->first : boxes->second;
+  bool contiguous = isContiguousIn(slice.box, from.of(slice.sender)) &&
+                    isContiguousIn(slice.box, boxes->second.of(slice.receiver));
+  return contiguous ? std::max(limits.bucket, limits.zeroCopy) : limits.bucket;
 }
 
-/// Whether fusion splits any slice of `group` to fit a `bucket`.
-static bool hasLargeSlices(const TransferGroup &group, int64_t bucket) {
+/// Whether fusion splits `slice` of `group`: a remote slice larger than its
+/// piece size. One contiguous on both sides could go zero-copy whole, but
+/// its pieces, zero-copy too, let the schedule spread it over steps and
+/// forward each piece as soon as it arrives.
+static bool isLarge(const Plan &plan, const TransferGroup &group,
+                    const Slice &slice, const Limits &limits,
+                    std::optional<std::pair<HeldBoxes, HeldBoxes>> &boxes) {
+  return !slice.isLocalCopy() && sliceBytes(group, slice) > limits.bucket &&
+         sliceBytes(group, slice) >
+             pieceBytes(plan, group, slice, limits, boxes);
+}
+
+/// Whether fusion splits any slice of `group`; `boxes` as for isLarge.
+static bool
+hasLargeSlices(const Plan &plan, const TransferGroup &group,
+               const Limits &limits,
+               std::optional<std::pair<HeldBoxes, HeldBoxes>> &boxes) {
   return std::any_of(
-      group.slices.begin(), group.slices.end(),
-      [&](const Slice &slice) { return isLarge(group, slice, bucket); });
+      group.slices.begin(), group.slices.end(), [&](const Slice &slice) {
+        return isLarge(plan, group, slice, limits, boxes);
+      });
 }
 
-/// Replaces every remote slice of `group` larger than `bucket` by pieces that
-/// fit; returns the number of slices split.
-static int64_t splitLargeSlices(TransferGroup &group, int64_t bucket) {
+/// Replaces every remote slice of `group` larger than its piece size by
+/// pieces that fit; returns the number of slices split.
+static int64_t splitLargeSlices(const Plan &plan, TransferGroup &group,
+                                const Limits &limits) {
   // Most plans have none; copying every slice to find that out is not free.
-  if (!hasLargeSlices(group, bucket))
+  std::optional<std::pair<HeldBoxes, HeldBoxes>> boxes;
+  if (!hasLargeSlices(plan, group, limits, boxes))
     return 0;
   std::vector<Slice> slices;
   slices.reserve(group.slices.size());
   int64_t split = 0;
   std::vector<Box> pieces;
   for (const Slice &slice : group.slices) {
-    if (!isLarge(group, slice, bucket)) {
+    if (!isLarge(plan, group, slice, limits, boxes)) {
       slices.push_back(slice);
       continue;
     }
     pieces.clear();
-    splitToFit(slice.box, group.elementBytes(), bucket, pieces);
+    splitToFit(slice.box, group.elementBytes(),
+               pieceBytes(plan, group, slice, limits, boxes), pieces);
     split += pieces.size() > 1;
     for (Box &piece : pieces) {
       slices.push_back(slice);
@@ -343,11 +380,17 @@ static std::vector<Message> packMessages(const Plan &plan, int64_t bucket) {
   return messages;
 }
 
+/// The limits `options` set.
+static Limits limitsOf(const FuseOptions &options) {
+  int64_t bucket = bucketOf(options);
+  return {bucket, options.zeroCopyBytes > 0 ? options.zeroCopyBytes : bucket};
+}
+
 FuseStats plan::fuse(Plan &plan, const FuseOptions &options) {
   int64_t bucket = bucketOf(options);
   FuseStats stats;
   for (TransferGroup &group : plan.groups)
-    stats.splitSlices += splitLargeSlices(group, bucket);
+    stats.splitSlices += splitLargeSlices(plan, group, limitsOf(options));
   plan.messages = packMessages(plan, bucket);
   // Steps are schedule()'s to assign again.
   plan.numSteps = 0;
@@ -362,8 +405,10 @@ std::vector<Message> plan::fusedMessages(const Plan &plan,
                                          const FuseOptions &options) {
   int64_t bucket = bucketOf(options);
   bool splits = std::any_of(
-      plan.groups.begin(), plan.groups.end(),
-      [&](const TransferGroup &group) { return hasLargeSlices(group, bucket); });
+      plan.groups.begin(), plan.groups.end(), [&](const TransferGroup &group) {
+        std::optional<std::pair<HeldBoxes, HeldBoxes>> boxes;
+        return hasLargeSlices(plan, group, limitsOf(options), boxes);
+      });
   // Only splitting changes the plan, so only then is a copy needed.
   if (!splits)
     return packMessages(plan, bucket);

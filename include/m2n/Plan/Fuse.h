@@ -11,6 +11,10 @@ struct FuseOptions {
   /// The most bytes of one packed message (at least 1; smaller values count
   /// as 1). Only a single element larger than the bucket exceeds it.
   int64_t bucketBytes = int64_t(64) << 20;
+  /// The most bytes of a zero-copy message, which takes no staging and so
+  /// may exceed a bucket that the staging budget keeps small; 0 is the
+  /// bucket.
+  int64_t zeroCopyBytes = 0;
 };
 
 struct FuseStats {
@@ -24,8 +28,8 @@ struct FuseStats {
 /// pair within a round, across tensors, into messages of at most bucketBytes
 /// (a slice larger than a bucket is first split along its outermost
 /// dimension). A slice that is contiguous in both buffers and fills at least
-/// half a bucket goes as a zero-copy message of its own: it takes no
-/// staging. Messages get step = round; schedule()
+/// half a bucket goes as zero-copy messages of at most zeroCopyBytes each:
+/// it takes no staging. Messages get step = round; schedule()
 /// assigns the real steps. Replaces any messages the plan had.
 FuseStats fuse(Plan &plan, const FuseOptions &options);
 

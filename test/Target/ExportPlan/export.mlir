@@ -36,7 +36,7 @@
 
 // SUMMARY:      3 ranks, 1 tensors, 1 steps, 3 messages
 // SUMMARY-NEXT: wire bytes 72, local copy bytes 24, staging budget 1073741824 per rank
-// SUMMARY-NEXT: predicted 20.0 us, lower bound 10.0 us (2.00x)
+// SUMMARY-NEXT: predicted 40.0 us, lower bound 30.0 us (1.33x)
 // SUMMARY-NEXT:   rank     send bytes  receive bytes  messages        staging
 // SUMMARY-NEXT:      0             48              0         2             48
 // SUMMARY-NEXT:      1             24             24         1             48

@@ -26,6 +26,7 @@ struct FusePass : impl::FusePassBase<FusePass> {
     // A message takes staging on both of its ranks, and a rank may send and
     // receive in one step: half the budget leaves room for one of each.
     options.bucketBytes = std::min<int64_t>(bucket, stagingBytes / 2);
+    options.zeroCopyBytes = bucket;
     auto result =
         transformPlans(getOperation(), getAnalysis<PlanCache>(),
                        [&](RefitOp, plan::Plan &plan) -> mlir::LogicalResult {

@@ -1,10 +1,34 @@
 // Every rank on a node of its own, so every message crosses a 46 GB/s NIC.
-// RUN: m2n-opt %s -split-input-file -m2n-decompose -m2n-balance -m2n-relay="topology=%S/Inputs/one-rank-per-node.json chunk-bytes=16777216" | FileCheck %s
+// Chains and trees only:
+// RUN: m2n-opt %s -split-input-file -m2n-decompose -m2n-balance -m2n-relay="topology=%S/Inputs/one-rank-per-node.json chunk-bytes=16777216 exchange=false" | FileCheck %s
+// With exchanges:
+// RUN: m2n-opt %s -split-input-file -m2n-decompose -m2n-balance -m2n-relay="topology=%S/Inputs/one-rank-per-node.json" | FileCheck %s --check-prefix=EXCHANGE
 
 // One source and four replicas of a 64 MiB tensor: sending it four times
 // would keep rank 0's link busy four times as long. Instead rank 0 sends
 // each 16 MiB chunk once and the replicas forward it along a chain; chunk c
 // reaches hop h in round c + h - 1, so the hops overlap.
+// With exchanges, rank 0 sends each of four 16 MiB parts once, to its
+// owner, and each owner passes its part to the three others in round 1.
+// EXCHANGE-LABEL: m2n.refit @chain
+// EXCHANGE:         slices {
+// EXCHANGE-NEXT:      0 -> 1 [0:1024, 0:4096]
+// EXCHANGE-NEXT:      0 -> 2 [1024:1024, 0:4096]
+// EXCHANGE-NEXT:      0 -> 3 [2048:1024, 0:4096]
+// EXCHANGE-NEXT:      0 -> 4 [3072:1024, 0:4096]
+// EXCHANGE-NEXT:      2 -> 1 [1024:1024, 0:4096] forward round 1
+// EXCHANGE-NEXT:      3 -> 1 [2048:1024, 0:4096] forward round 1
+// EXCHANGE-NEXT:      4 -> 1 [3072:1024, 0:4096] forward round 1
+// EXCHANGE-NEXT:      1 -> 2 [0:1024, 0:4096] forward round 1
+// EXCHANGE:           3 -> 4 [2048:1024, 0:4096] forward round 1
+// EXCHANGE-NEXT:    }
+// EXCHANGE-LABEL: m2n.refit @small
+// EXCHANGE:         slices {
+// EXCHANGE-NEXT:      0 -> 1 [0:32, 0:32]
+// EXCHANGE-NEXT:      0 -> 2 [0:32, 0:32]
+// EXCHANGE-NEXT:      0 -> 3 [0:32, 0:32]
+// EXCHANGE-NEXT:      0 -> 4 [0:32, 0:32]
+// EXCHANGE-NEXT:    }
 // CHECK-LABEL: m2n.refit @chain
 // CHECK:         slices {
 // CHECK-NEXT:      0 -> 1 [0:1024, 0:4096]
