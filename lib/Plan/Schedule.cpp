@@ -265,9 +265,10 @@ public:
   /// case. Of it, each rank's eager share is the part that messages others
   /// wait on take of its work (`eager` marks them): the rest of the share
   /// is left to the messages that wait, in the steps after.
+  void setShare(double seconds) { share = seconds; }
   void setShare(const Plan &plan, const std::vector<bool> &eager,
                 double seconds) {
-    share = seconds;
+    setShare(seconds);
     std::vector<double> sending(ranks.size(), 0), receiving(ranks.size(), 0);
     eagerSend.assign(ranks.size(), 0);
     eagerReceive.assign(ranks.size(), 0);
@@ -685,9 +686,40 @@ static Schedule placeMessages(
   return placement;
 }
 
+/// With a model, rounds one after another, as a plan of chains pipelined
+/// in chunks may still fit best: each round in the fewest steps its
+/// staging allows, its messages largest first where they add least.
+static Schedule lockstepRounds(
+    const Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
+    int64_t budget, const CostModel &model) {
+  Schedule schedule;
+  schedule.steps.assign(plan.messages.size(), 0);
+  for (const auto &[round, indices] : byRound) {
+    std::vector<MessageKey> keys;
+    keys.reserve(indices.size());
+    for (size_t i : indices)
+      keys.emplace_back(-plan.messages[i].bytes, 0, 0, plan.messages[i], i);
+    sortByKey(plan, keys);
+    StepLoads loads(plan, indices, budget, &model);
+    loads.openFewest(plan, indices);
+    // Within a share without bound, each message goes where its ranks are
+    // least busy.
+    loads.setShare(std::numeric_limits<double>::infinity());
+    for (const MessageKey &key : keys)
+      schedule.steps[key.index] =
+          schedule.count +
+          loads.balance(plan.messages[key.index], 0, loads.steps() - 1);
+    schedule.count += loads.steps();
+    schedule.stagingPeak = std::max(schedule.stagingPeak, loads.peak());
+    schedule.seconds += loads.seconds();
+  }
+  return schedule;
+}
+
 /// With a model: a plan without forwards in the fewest steps staging
-/// allows; one with forwards in whichever of a few step counts the model
-/// finds fastest. Returns the step count.
+/// allows; one with forwards in whichever of a few step counts, or of
+/// rounds one after another, the model finds fastest. Returns the step
+/// count.
 static llvm::Expected<int64_t>
 balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
              const std::vector<int64_t> &rounds, int64_t budget,
@@ -716,6 +748,11 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
                       chains, budget, model, count, busiest);
     if (!best || placement.seconds < best->seconds)
       best = std::move(placement);
+  }
+  if (dependencies) {
+    Schedule lockstep = lockstepRounds(plan, byRound, budget, model);
+    if (lockstep.seconds < best->seconds)
+      best = std::move(lockstep);
   }
   // A step left empty costs its overhead and moves nothing.
   std::vector<int64_t> renumbered(best->count, -1);
