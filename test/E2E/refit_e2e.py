@@ -52,6 +52,7 @@ def one_case(spec_path, args, seed):
     compile_command = ["m2n", "compile", spec_path, "-o", plan]
     if args.topology:
         compile_command += ["--topology", args.topology]
+    compile_command += args.compile_flag
     run(compile_command)
     run_command = ["m2n", "run", plan, "--backend", args.backend,
                    "--src", src, "--dst", dst]
@@ -69,6 +70,8 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--backend", default="sim")
     parser.add_argument("--topology")
+    parser.add_argument("--compile-flag", action="append", default=[],
+                        help="a flag for m2n compile (repeatable)")
     parser.add_argument("--random", type=int, default=0)
     parser.add_argument("specs", nargs="*")
     args = parser.parse_args()
