@@ -741,8 +741,16 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   }
   double busiest = busiestWork(plan, model);
   std::optional<Schedule> best;
+  // Placing a message looks at every step of its window: the counts tried
+  // stop when they would take more than a few seconds of a compile.
+  constexpr double kMostPlacements = 5e7;
+  double placements = 0;
   for (int64_t count :
        stepCounts(model, *llvm::max_element(chains), busiest)) {
+    placements += static_cast<double>(plan.messages.size()) *
+                  static_cast<double>(count);
+    if (best && placements > kMostPlacements)
+      break;
     Schedule placement =
         placeMessages(plan, byRound, dependencies ? &*dependencies : nullptr,
                       chains, budget, model, count, busiest);
