@@ -504,6 +504,13 @@ static FailureOr<plan::Plan> readCompiledPlan(ModuleOp module) {
   return plan;
 }
 
+FailureOr<std::vector<uint8_t>> exportCompiledModule(ModuleOp module) {
+  FailureOr<plan::Plan> plan = readCompiledPlan(module);
+  if (failed(plan))
+    return failure();
+  return exportPlan(*plan, plan::CostModel().cost(*plan));
+}
+
 void registerExportPlanTranslation() {
   TranslateFromMLIRRegistration registration(
       "m2n-to-plan", "Export a compiled m2n refit as a plan file",
@@ -511,13 +518,11 @@ void registerExportPlanTranslation() {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)
           return op->emitError() << "expected a module";
-        FailureOr<plan::Plan> plan = readCompiledPlan(module);
-        if (failed(plan))
+        FailureOr<std::vector<uint8_t>> bytes = exportCompiledModule(module);
+        if (failed(bytes))
           return failure();
-        std::vector<uint8_t> bytes =
-            exportPlan(*plan, plan::CostModel().cost(*plan));
-        output.write(reinterpret_cast<const char *>(bytes.data()),
-                     bytes.size());
+        output.write(reinterpret_cast<const char *>(bytes->data()),
+                     bytes->size());
         return success();
       },
       [](DialectRegistry &registry) { registry.insert<M2NDialect>(); });
