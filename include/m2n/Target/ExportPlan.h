@@ -34,7 +34,8 @@ exportPlan(const plan::Plan &plan,
            llvm::function_ref<plan::PlanCost()> summary, unsigned threads);
 
 /// What keeps exportPlan from reading `plan` safely (an index out of range,
-/// a message without parts), or "" when nothing does. Every such plan fails
+/// a message without parts) or from writing a file the runtime loads (no
+/// rank at all), or "" when nothing does. Every such plan with ranks fails
 /// verifyPlan too; this is the cheap part of that check, for a caller that
 /// exports a plan while verifying it.
 std::string exportBlocker(const plan::Plan &plan);

@@ -429,6 +429,9 @@ std::string exportBlocker(const plan::Plan &plan) {
   for (const plan::TensorInfo &tensor : plan.tensors)
     if (!within(tensor.group, plan.groups.size()))
       return "tensor '" + tensor.name + "' is in no group";
+  // A refit of no meshes verifies, but a plan file has at least one rank.
+  if (plan.worldSize() < 1)
+    return "the plan has no ranks (a refit needs a mesh)";
   // The exporter keeps tables by rank and by step: both must be small
   // enough to allocate before the verifier has had its say.
   if (plan.worldSize() > kMaxWorldSize)
@@ -498,6 +501,9 @@ static FailureOr<plan::Plan> readCompiledPlan(ModuleOp module) {
   if (failed(plan))
     return failure();
   std::vector<std::string> problems = plan::verifyCompiledPlan(*plan);
+  if (problems.empty())
+    if (std::string blocker = exportBlocker(*plan); !blocker.empty())
+      problems.push_back(blocker);
   if (!problems.empty())
     return emitRefitError(refit) << "the plan of refit @" << refit.getSymName()
                                  << " is unsound: " << problems.front();
