@@ -6,6 +6,7 @@
 #include "m2n/Plan/CostModel.h"
 #include "m2n/Plan/Plan.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstdint>
@@ -33,10 +34,17 @@ exportPlan(const plan::Plan &plan,
            llvm::function_ref<plan::PlanCost()> summary, unsigned threads);
 
 /// What keeps exportPlan from reading `plan` safely (an index out of range,
-/// a message without parts), or "" when nothing does. Every such plan fails
+/// a message without parts) or from writing a file the runtime loads (no
+/// rank at all), or "" when nothing does. Every such plan with ranks fails
 /// verifyPlan too; this is the cheap part of that check, for a caller that
 /// exports a plan while verifying it.
 std::string exportBlocker(const plan::Plan &plan);
+
+/// What `--m2n-to-plan` writes: the plan file of the one compiled
+/// `m2n.refit` of `module`, once verifyCompiledPlan has passed its plan.
+/// Fails, with a diagnostic, on any other module.
+mlir::FailureOr<std::vector<uint8_t>>
+exportCompiledModule(mlir::ModuleOp module);
 
 /// Registers `--m2n-to-plan` with mlir-translate style drivers: a module
 /// holding one compiled `m2n.refit` becomes its plan file.

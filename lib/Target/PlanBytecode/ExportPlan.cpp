@@ -429,6 +429,9 @@ std::string exportBlocker(const plan::Plan &plan) {
   for (const plan::TensorInfo &tensor : plan.tensors)
     if (!within(tensor.group, plan.groups.size()))
       return "tensor '" + tensor.name + "' is in no group";
+  // A refit of no meshes verifies, but a plan file has at least one rank.
+  if (plan.worldSize() < 1)
+    return "the plan has no ranks (a refit needs a mesh)";
   // The exporter keeps tables by rank and by step: both must be small
   // enough to allocate before the verifier has had its say.
   if (plan.worldSize() > kMaxWorldSize)
@@ -498,10 +501,20 @@ static FailureOr<plan::Plan> readCompiledPlan(ModuleOp module) {
   if (failed(plan))
     return failure();
   std::vector<std::string> problems = plan::verifyCompiledPlan(*plan);
+  if (problems.empty())
+    if (std::string blocker = exportBlocker(*plan); !blocker.empty())
+      problems.push_back(blocker);
   if (!problems.empty())
     return emitRefitError(refit) << "the plan of refit @" << refit.getSymName()
                                  << " is unsound: " << problems.front();
   return plan;
+}
+
+FailureOr<std::vector<uint8_t>> exportCompiledModule(ModuleOp module) {
+  FailureOr<plan::Plan> plan = readCompiledPlan(module);
+  if (failed(plan))
+    return failure();
+  return exportPlan(*plan, plan::CostModel().cost(*plan));
 }
 
 void registerExportPlanTranslation() {
@@ -511,13 +524,11 @@ void registerExportPlanTranslation() {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)
           return op->emitError() << "expected a module";
-        FailureOr<plan::Plan> plan = readCompiledPlan(module);
-        if (failed(plan))
+        FailureOr<std::vector<uint8_t>> bytes = exportCompiledModule(module);
+        if (failed(bytes))
           return failure();
-        std::vector<uint8_t> bytes =
-            exportPlan(*plan, plan::CostModel().cost(*plan));
-        output.write(reinterpret_cast<const char *>(bytes.data()),
-                     bytes.size());
+        output.write(reinterpret_cast<const char *>(bytes->data()),
+                     bytes->size());
         return success();
       },
       [](DialectRegistry &registry) { registry.insert<M2NDialect>(); });

@@ -41,3 +41,10 @@ m2n.refit @unfused attributes {staging_budget = 1024} {
     0 -> 1 [0:4]
   }
 }
+
+// -----
+
+// A refit of no meshes verifies, but a plan file holds at least one rank.
+// CHECK: error: the plan of refit @no_ranks is unsound: the plan has no ranks (a refit needs a mesh)
+m2n.refit @no_ranks attributes {staging_budget = 1024} {
+}
