@@ -14,14 +14,17 @@
 //
 // A plan with relays has forwards, each of which must come in a later step
 // than every message that brings its bytes to its sender; nothing else
-// orders it: rounds do not run in lockstep. Its messages are list-scheduled
-// step by step: a step takes the messages whose inputs have arrived, those
-// with the longest chains of forwards after them first, until each rank has
-// about its even share of the busiest rank's work (that work over the
-// steps). The source side's sends, the forwards and the direct messages
-// then overlap, and a pipeline fills and drains in a step or two. The step
-// count weighs that fill and drain, about one share per hop, against every
-// step's own cost.
+// orders it: rounds do not run in lockstep. Rounds are placed in order, so
+// that a message's inputs are placed before it. A message that others wait
+// on goes in the earliest step after its inputs where its ranks are within
+// their eager share (the part of the even share such messages take of each
+// rank's work), so that what the forwards need arrives at a steady rate
+// from the first step on; the others go, after their inputs, where they add
+// least to the plan's time. The source side's sends, the forwards and the
+// direct messages then overlap, and a pipeline fills and drains in a step
+// or two. The step count weighs that fill and drain, about one share per
+// hop, against every step's own cost: a few counts are tried, and rounds
+// one after another too, and the fastest by the model is kept.
 //
 //===----------------------------------------------------------------------===//
 

@@ -13,8 +13,9 @@ namespace m2n::plan {
 struct ScheduleOptions {
   /// Staging bytes (pack plus unpack buffers) each rank may use in a step.
   int64_t stagingBudget = int64_t(1) << 30;
-  /// When set, each round's messages are spread over its steps so that
-  /// every rank is about as busy in each step, by this model's seconds.
+  /// When set, messages are spread over the steps so that every rank is
+  /// about as busy in each step, by this model's seconds, and forwards
+  /// overlap the rounds before them.
   const CostModel *model = nullptr;
 };
 
@@ -23,10 +24,10 @@ struct ScheduleStats {
   int64_t stagingPeak = 0;
 };
 
-/// Assigns every message a step so that messages of a later round come in
-/// later steps than those of earlier rounds (a relay after what it forwards
-/// has arrived), and each rank's staging bytes per step stay within the
-/// budget; sorts the messages by (step, sender, receiver) so that every rank
+/// Assigns every message a step so that each forward comes in a later step
+/// than the messages that bring its bytes to its sender (with a model; each
+/// round after the last without one), and each rank's staging bytes per
+/// step stay within the budget; sorts the messages by (step, sender, receiver) so that every rank
 /// issues its sends and receives in an order that matches its peers. Fails,
 /// naming the message, when one message alone needs more staging than the
 /// budget.
