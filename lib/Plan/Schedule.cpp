@@ -6,8 +6,10 @@
 //
 // A plan without relays has no order to keep: its steps are the fewest that
 // its busiest rank's staging allows, and its messages go, largest first,
-// each into the step with staging room where its two ranks are least busy,
-// so that every rank's work spreads evenly over the steps
+// each into the step with staging room where it adds least to the plan's
+// time (nothing while its ranks stay within the even share, the busiest
+// rank's work over the steps) and, among equals, where its two ranks are
+// least busy, so that every rank's work spreads evenly over the steps
 // (longest-processing-time first). A message that fits in no step opens
 // one. Without a model, messages go largest first into the earliest step
 // with room: first-fit decreasing.
