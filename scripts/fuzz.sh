@@ -21,19 +21,10 @@ fuzzers=("$@")
 [ ${#fuzzers[@]} -eq 0 ] && fuzzers=(spec ir plan)
 llvm=/usr/lib/llvm-22
 
-"$top/scripts/install-deps.sh"
 # The clang of LLVM 22, with libFuzzer and the sanitizer runtimes: clang 14,
 # bookworm's default, cannot compile the compiler (lambdas that capture
 # structured bindings are C++20 it lacks).
-for package in clang-22 libclang-rt-22-dev; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-    if [ "$(id -u)" -ne 0 ]; then
-      echo "error: missing package $package; run this script as root to install it" >&2
-      exit 1
-    fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package"
-  fi
-done
+"$top/scripts/install-deps.sh" clang-22 libclang-rt-22-dev
 
 # -O1 keeps the build short and the stacks readable; NDEBUG stays, as the
 # system's LLVM was built (M2N_ENABLE_FUZZERS says why). Tests and

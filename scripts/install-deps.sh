@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs what building and testing m2n needs on Debian bookworm, as root.
-# Installs only what is missing, so that a prepared machine starts at once.
+# Installs what building and testing m2n needs on Debian bookworm, as root,
+# and any further packages named as arguments (the fuzz and sanitizer
+# builds' compiler). Installs only what is missing, so that a prepared
+# machine starts at once.
 set -euo pipefail
 
 packages=(
@@ -8,6 +10,7 @@ packages=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
+  "$@"
 )
 
 missing=()

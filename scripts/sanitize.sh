@@ -19,16 +19,7 @@ jobs=${M2N_JOBS:-2}
 llvm=/usr/lib/llvm-22
 case $scope in runtime|all) ;; *) echo "usage: $0 [runtime|all]" >&2; exit 2 ;; esac
 
-"$top/scripts/install-deps.sh"
-for package in clang-22 libclang-rt-22-dev; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-    if [ "$(id -u)" -ne 0 ]; then
-      echo "error: missing package $package; run this script as root to install it" >&2
-      exit 1
-    fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package"
-  fi
-done
+"$top/scripts/install-deps.sh" clang-22 libclang-rt-22-dev
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
