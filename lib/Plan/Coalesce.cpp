@@ -72,25 +72,6 @@ bool mergeAlong(std::vector<Box> &boxes, size_t dim) {
   return changed;
 }
 
-/// Merges the boxes of one (sender, receiver, origin, round) of a tensor of
-/// `shape` until none merge.
-std::vector<Box> mergeBoxes(std::vector<Box> boxes,
-                            const std::vector<int64_t> &shape) {
-  size_t rank = shape.size();
-  std::vector<Box> empty;
-  std::vector<Box> proper;
-  for (Box &box : boxes)
-    (isMergeable(box, shape) ? proper : empty).push_back(std::move(box));
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t dim = 0; dim < rank; ++dim)
-      changed |= mergeAlong(proper, dim);
-  }
-  proper.insert(proper.end(), std::make_move_iterator(empty.begin()),
-                std::make_move_iterator(empty.end()));
-  return proper;
-}
-
 /// The order of sliceLess on (round, receiver, sender) alone. Slices that may
 /// merge share those (and their origin), so it brings them together.
 bool runLess(const Slice &a, const Slice &b) {
@@ -233,6 +214,23 @@ llvm::SmallVector<StridedRuns, 2> describe(const Box &slice,
 }
 
 } // namespace
+
+std::vector<Box> plan::mergeBoxes(std::vector<Box> boxes,
+                            const std::vector<int64_t> &shape) {
+  size_t rank = shape.size();
+  std::vector<Box> empty;
+  std::vector<Box> proper;
+  for (Box &box : boxes)
+    (isMergeable(box, shape) ? proper : empty).push_back(std::move(box));
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t dim = 0; dim < rank; ++dim)
+      changed |= mergeAlong(proper, dim);
+  }
+  proper.insert(proper.end(), std::make_move_iterator(empty.begin()),
+                std::make_move_iterator(empty.end()));
+  return proper;
+}
 
 CoalesceStats m2n::plan::coalesce(Plan &plan,
                                   llvm::ThreadPoolInterface *pool) {

@@ -24,6 +24,8 @@
 
 #include "m2n/Plan/Relay.h"
 
+#include "m2n/Plan/Coalesce.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -76,6 +78,8 @@ struct LayoutBoxes {
 /// A region that two or more destination ranks receive from the source side.
 struct Region {
   int32_t group = 0;
+  /// The index of its destination box among the group's distinct ones.
+  int64_t destination = 0;
   Box box;
   /// Bytes of the region, all members.
   int64_t bytes = 0;
@@ -92,6 +96,8 @@ struct Region {
     int64_t sender, receiver, bytes;
   };
   std::vector<Transfer> transfers;
+  /// Whether the region went with its family in a gather.
+  bool gathered = false;
 };
 
 /// How a region travels when relayed: the root (a source holder) sends it
@@ -232,6 +238,7 @@ static void findRegions(const Plan &plan, int32_t g,
     std::vector<size_t> &slices = slicesOf[k];
     Region region;
     region.group = g;
+    region.destination = key.first;
     region.box = intersect(dst.boxes[key.first], src.boxes[key.second]);
     region.bytes = region.box.volume() * group.elementBytes() *
                    static_cast<int64_t>(group.members.size());
@@ -720,6 +727,371 @@ static void addExchangeSlices(const Exchange &exchange,
 }
 
 //===----------------------------------------------------------------------===//
+// Gathering among many receivers
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A family gathers with fewer slices than its regions' relays from this
+/// many slices on: at least one per (region, receiver) for those.
+constexpr int64_t kGatherSlices = 256;
+/// The most that the steps a gather adds may cost, as a share of sending
+/// its pieces directly.
+constexpr double kGatherStepShare = 0.05;
+
+/// The regions of one destination box of a group that go to the same
+/// receivers: a tensor the source side holds in pieces, which every
+/// receiver needs whole. Relayed region by region, every receiver gets each
+/// piece in a slice of its own, so the plan grows with pieces × receivers.
+/// Gathered, the pieces are scattered over the receivers and the receivers
+/// then pass on runs of adjacent pieces as single boxes, the runs doubling
+/// round by round (Bruck's allgather), first among one receiver per node
+/// and then within each node: every receiver gets what it lacks once, a
+/// node's bytes enter it once over its ranks' NICs, and the plan grows
+/// with pieces + receivers × rounds.
+struct Family {
+  /// Indices into the regions, all of one group, destination and receivers.
+  std::vector<size_t> regions;
+};
+
+/// A piece of a family's destination box that one owner receives first.
+struct Block {
+  Box box;
+  int64_t bytes = 0;
+  const Region *region = nullptr;
+};
+
+/// The receivers of a gather as columns × nodes: owner j * nodes + m is the
+/// j-th receiver of node m, and owns blocks [first[owner], first[owner+1]).
+struct Arrangement {
+  std::vector<std::vector<int64_t>> nodes;
+  size_t columns = 1;
+  std::vector<size_t> first;
+
+  int64_t owner(size_t index) const {
+    return nodes[index % nodes.size()][index / nodes.size()];
+  }
+};
+} // namespace
+
+/// Families of `regions` worth gathering, largest first: regions come from
+/// findRegions in order of (group, destination), so a family's regions are
+/// neighbours.
+static std::vector<Family> findFamilies(const std::vector<Region> &regions) {
+  std::vector<Family> families;
+  for (size_t begin = 0; begin < regions.size();) {
+    const Region &head = regions[begin];
+    size_t end = begin + 1;
+    while (end < regions.size() && regions[end].group == head.group &&
+           regions[end].destination == head.destination &&
+           regions[end].receivers == head.receivers)
+      ++end;
+    int64_t slices = static_cast<int64_t>(end - begin) *
+                     static_cast<int64_t>(head.receivers.size());
+    if (slices >= kGatherSlices) {
+      Family family;
+      family.regions.resize(end - begin);
+      std::iota(family.regions.begin(), family.regions.end(), begin);
+      families.push_back(std::move(family));
+    }
+    begin = end;
+  }
+  auto bytes = [&](const Family &family) {
+    int64_t sum = 0;
+    for (size_t r : family.regions)
+      sum += regions[r].bytes;
+    return sum;
+  };
+  llvm::stable_sort(families, [&](const Family &a, const Family &b) {
+    return bytes(a) > bytes(b);
+  });
+  return families;
+}
+
+/// Rounds of Bruck's allgather among `count` members: the runs double.
+static int32_t bruckRounds(size_t count) {
+  int32_t rounds = 0;
+  for (size_t held = 1; held < count; held *= 2)
+    ++rounds;
+  return rounds;
+}
+
+/// The blocks of `family`, in order of their boxes, cut so that there are at
+/// least `owners` where the regions' extents allow.
+static std::vector<Block> familyBlocks(const Family &family,
+                                       const std::vector<Region> &regions,
+                                       size_t owners) {
+  size_t count = family.regions.size();
+  int64_t parts = static_cast<int64_t>((owners + count - 1) / count);
+  std::vector<Block> blocks;
+  for (size_t r : family.regions) {
+    const Region &region = regions[r];
+    int64_t elements = region.box.volume();
+    for (Box &part : chunkBox(region.box, parts)) {
+      int64_t bytes = part.volume() * (region.bytes / elements);
+      blocks.push_back({std::move(part), bytes, &region});
+    }
+  }
+  llvm::sort(blocks, [](const Block &a, const Block &b) {
+    return a.box.offsets < b.box.offsets;
+  });
+  return blocks;
+}
+
+/// The receivers of `region` as columns × nodes, with the blocks split among
+/// them by bytes; nodes with unequal numbers of receivers count as one node
+/// per receiver.
+static Arrangement arrange(const Region &region, const CostModel &model,
+                           const std::vector<Block> &blocks) {
+  Arrangement arrangement;
+  arrangement.nodes = receiversByNode(region, model).first;
+  size_t columns = arrangement.nodes.front().size();
+  if (llvm::any_of(arrangement.nodes, [&](const std::vector<int64_t> &node) {
+        return node.size() != columns;
+      })) {
+    arrangement.nodes.clear();
+    for (int64_t receiver : region.receivers)
+      arrangement.nodes.push_back({receiver});
+    columns = 1;
+  }
+  arrangement.columns = columns;
+  // Block b goes to the owner in whose share of the bytes its middle lies,
+  // which is monotone in b, so each owner's blocks are a run.
+  size_t owners = columns * arrangement.nodes.size();
+  double total = 0;
+  for (const Block &block : blocks)
+    total += static_cast<double>(block.bytes);
+  arrangement.first.assign(owners + 1, blocks.size());
+  double before = 0;
+  size_t owner = 0;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    double middle = before + static_cast<double>(blocks[b].bytes) / 2;
+    size_t wanted = total > 0 ? static_cast<size_t>(middle * static_cast<double>(owners) / total)
+                              : owners - 1;
+    wanted = std::min(wanted, owners - 1);
+    for (; owner <= wanted; ++owner)
+      arrangement.first[owner] = b;
+    before += static_cast<double>(blocks[b].bytes);
+  }
+  return arrangement;
+}
+
+/// The bytes of a slice over all of its group's members.
+static int64_t sliceLoadBytes(const TransferGroup &group, const Slice &slice) {
+  return sliceBytes(group, slice) * static_cast<int64_t>(group.members.size());
+}
+
+namespace {
+/// The slices of one gather, and their load on the plan's ranks.
+class GatherWriter {
+public:
+  GatherWriter(const TransferGroup &group, const std::vector<Block> &blocks,
+               Loads &loads, const CostModel &model, std::vector<Slice> &out)
+      : group(group), blocks(blocks), loads(loads), model(model), out(out) {
+    // Blocks that continue one another along one dimension make a run that
+    // is one box, found without merging.
+    linear = true;
+    for (size_t b = 1; b < blocks.size() && linear; ++b)
+      linear = continues(blocks[b - 1].box, blocks[b].box);
+  }
+
+  /// Blocks [begin, end) from `sender` (already holding them) to `receiver`.
+  void forward(int64_t sender, int64_t receiver, int32_t round, size_t begin,
+               size_t end) {
+    if (begin >= end)
+      return;
+    for (Box &box : runBoxes(begin, end)) {
+      Slice slice;
+      slice.sender = sender;
+      slice.receiver = receiver;
+      slice.origin = Origin::Destination;
+      slice.round = round;
+      slice.box = std::move(box);
+      add(std::move(slice));
+    }
+  }
+
+  /// Block `b` from the source side to its owner, from the holder least busy
+  /// once it sends it.
+  void scatter(size_t b, int64_t owner) {
+    const Block &block = blocks[b];
+    int64_t holder = block.region->holders.front();
+    double best = std::numeric_limits<double>::infinity();
+    for (int64_t candidate : block.region->holders) {
+      double seconds = loads.send[candidate] +
+                       static_cast<double>(block.bytes) /
+                           model.bandwidth(candidate, owner);
+      if (seconds < best) {
+        best = seconds;
+        holder = candidate;
+      }
+    }
+    Slice slice;
+    slice.sender = holder;
+    slice.receiver = owner;
+    slice.box = block.box;
+    add(std::move(slice));
+  }
+
+private:
+  static bool continues(const Box &a, const Box &b) {
+    size_t differ = 0, dim = 0;
+    for (size_t d = 0; d < a.sizes.size(); ++d)
+      if (a.offsets[d] != b.offsets[d] || a.sizes[d] != b.sizes[d]) {
+        ++differ;
+        dim = d;
+      }
+    return differ == 1 && a.offsets[dim] + a.sizes[dim] == b.offsets[dim];
+  }
+
+  std::vector<Box> runBoxes(size_t begin, size_t end) const {
+    if (linear) {
+      Box box = blocks[begin].box;
+      const Box &last = blocks[end - 1].box;
+      for (size_t d = 0; d < box.sizes.size(); ++d)
+        box.sizes[d] = last.offsets[d] + last.sizes[d] - box.offsets[d];
+      return {box};
+    }
+    std::vector<Box> boxes;
+    for (size_t b = begin; b < end; ++b)
+      boxes.push_back(blocks[b].box);
+    return mergeBoxes(std::move(boxes), group.shape);
+  }
+
+  void add(Slice slice) {
+    loads.add(model, slice.sender, slice.receiver,
+              sliceLoadBytes(group, slice), 1);
+    out.push_back(std::move(slice));
+  }
+
+  const TransferGroup &group;
+  const std::vector<Block> &blocks;
+  Loads &loads;
+  const CostModel &model;
+  std::vector<Slice> &out;
+  bool linear = true;
+};
+} // namespace
+
+/// Bruck's allgather among `members`, member i holding blocks [first[i],
+/// first[i+1]) and all of them [first.front(), first.back()) at the end, in
+/// rounds from `round` on: member i passes its first `s` items (a cyclic
+/// run, so at most two runs of blocks) to member i - held, and each member
+/// then holds held + s items from its own on.
+static void bruck(llvm::ArrayRef<int64_t> members, llvm::ArrayRef<size_t> first,
+                  int32_t round, GatherWriter &writer) {
+  size_t count = members.size();
+  for (size_t held = 1; held < count; ++round) {
+    size_t s = std::min(held, count - held);
+    for (size_t i = 0; i < count; ++i) {
+      int64_t to = members[(i + count - held) % count];
+      if (i + s <= count) {
+        writer.forward(members[i], to, round, first[i], first[i + s]);
+      } else {
+        writer.forward(members[i], to, round, first[i], first[count]);
+        writer.forward(members[i], to, round, first[0], first[i + s - count]);
+      }
+    }
+    held += s;
+  }
+}
+
+/// Gathers `family` among its receivers, if its rounds fit in maxRounds:
+/// appends its slices to `out` and their load to `loads`, and returns the
+/// rounds it takes (0 when it does not fit).
+static int32_t gather(const Plan &plan, const Family &family,
+                      const std::vector<Region> &regions, Loads &loads,
+                      const CostModel &model, const RelayOptions &options,
+                      std::vector<Slice> &out) {
+  const Region &head = regions[family.regions.front()];
+  std::vector<Block> blocks =
+      familyBlocks(family, regions, head.receivers.size());
+  Arrangement arrangement = arrange(head, model, blocks);
+  size_t nodes = arrangement.nodes.size(), columns = arrangement.columns;
+  int32_t rounds = 1 + bruckRounds(nodes) + bruckRounds(columns);
+  if (rounds > options.maxRounds)
+    return 0;
+  GatherWriter writer(plan.groups[head.group], blocks, loads, model, out);
+  for (size_t owner = 0; owner < nodes * columns; ++owner)
+    for (size_t b = arrangement.first[owner]; b < arrangement.first[owner + 1];
+         ++b)
+      writer.scatter(b, arrangement.owner(owner));
+  // Among nodes, column by column: receiver j of every node ends with the
+  // blocks of column j.
+  std::vector<int64_t> members;
+  for (size_t j = 0; j < columns; ++j) {
+    members.clear();
+    for (size_t m = 0; m < nodes; ++m)
+      members.push_back(arrangement.nodes[m][j]);
+    llvm::ArrayRef<size_t> first(arrangement.first);
+    bruck(members, first.slice(j * nodes, nodes + 1), 1, writer);
+  }
+  // Within each node, the columns.
+  std::vector<size_t> columnFirst;
+  for (size_t j = 0; j <= columns; ++j)
+    columnFirst.push_back(arrangement.first[j * nodes]);
+  for (const std::vector<int64_t> &node : arrangement.nodes)
+    bruck(node, columnFirst, 1 + bruckRounds(nodes), writer);
+  return rounds;
+}
+
+/// Gathers `family` when the estimate says that is no slower than sending
+/// its pieces straight to every receiver (the busiest involved rank, with
+/// all the plan's traffic), and the rounds it adds to the `roundsInUse`
+/// that the plan has so far cost, at a step and a latency each, at most
+/// kGatherStepShare of that: where direct sends are as fast (on a flat
+/// topology every receiver takes the whole tensor over its own link
+/// anyway), the gather still keeps the plan from growing with pieces ×
+/// receivers, but tiny tensors must not pay rounds of steps for it.
+/// Updates `loads` and `roundsInUse` and appends the slices to `out` when
+/// it gathers.
+static bool tryGather(const Plan &plan, const Family &family,
+                      const std::vector<Region> &regions, Loads &loads,
+                      const CostModel &model, const RelayOptions &options,
+                      int32_t &roundsInUse, std::vector<Slice> &out) {
+  const TransferGroup &group =
+      plan.groups[regions[family.regions.front()].group];
+  std::vector<int64_t> involved;
+  auto forEachDirect = [&](auto &&function) {
+    for (size_t r : family.regions)
+      for (const Region::Transfer &transfer : regions[r].transfers)
+        function(transfer);
+  };
+  forEachDirect([&](const Region::Transfer &transfer) {
+    involved.push_back(transfer.sender);
+    involved.push_back(transfer.receiver);
+  });
+  const Topology &topology = model.getTopology();
+  double directSeconds = loads.busiest(involved) + topology.latencySeconds;
+  forEachDirect([&](const Region::Transfer &transfer) {
+    loads.add(model, transfer.sender, transfer.receiver, transfer.bytes, -1);
+  });
+  size_t start = out.size();
+  int32_t rounds = gather(plan, family, regions, loads, model, options, out);
+  if (rounds > 0) {
+    for (size_t i = start; i < out.size(); ++i)
+      involved.push_back(out[i].sender);
+    double seconds = loads.busiest(involved) + topology.latencySeconds;
+    double stepSeconds = std::max(0, rounds - roundsInUse) *
+                         (topology.stepSeconds + topology.latencySeconds);
+    // Loads taken away and added again differ in their last bits: a gather
+    // that leaves the busiest rank as busy is no slower.
+    if (seconds <= directSeconds * (1 + 1e-9) &&
+        stepSeconds <= kGatherStepShare * directSeconds) {
+      roundsInUse = std::max(roundsInUse, rounds);
+      return true;
+    }
+    for (size_t i = start; i < out.size(); ++i)
+      loads.add(model, out[i].sender, out[i].receiver,
+                sliceLoadBytes(group, out[i]), -1);
+    out.resize(start);
+  }
+  forEachDirect([&](const Region::Transfer &transfer) {
+    loads.add(model, transfer.sender, transfer.receiver, transfer.bytes, 1);
+  });
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
 // Relaying
 //===----------------------------------------------------------------------===//
 
@@ -762,6 +1134,36 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
     std::vector<Region> regions;
     for (std::vector<Region> &found : groupRegions)
       std::move(found.begin(), found.end(), std::back_inserter(regions));
+
+    Loads loads(plan, model);
+    std::vector<std::vector<bool>> replaced(plan.groups.size());
+    std::vector<std::vector<Slice>> added(plan.groups.size());
+    auto replace = [&](const Region &region) {
+      TransferGroup &group = plan.groups[region.group];
+      replaced[region.group].resize(group.slices.size());
+      for (size_t i : region.slices)
+        replaced[region.group][i] = true;
+      ++stats.relayedRegions;
+      stats.sourceSendsSaved +=
+          static_cast<int64_t>(region.receivers.size()) - 1;
+    };
+    // Families first, largest first: they are the plan's largest share of
+    // slices, their load is even over their receivers, and the rounds of
+    // the large ones are free for the small ones.
+    if (options.exchange) {
+      int32_t roundsInUse = roundsUsed(plan);
+      for (const Family &family : findFamilies(regions)) {
+        if (!tryGather(plan, family, regions, loads, model, options,
+                       roundsInUse,
+                       added[regions[family.regions.front()].group]))
+          continue;
+        for (size_t r : family.regions) {
+          regions[r].gathered = true;
+          replace(regions[r]);
+        }
+      }
+    }
+    llvm::erase_if(regions, [](const Region &region) { return region.gathered; });
     // Largest saving first: those decide the busiest ranks. Equal savings
     // keep the order of discovery, by group and then by box.
     auto saving = [](const Region &region) {
@@ -772,11 +1174,7 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
       return saving(a) > saving(b);
     });
 
-    Loads loads(plan, model);
-    std::vector<std::vector<bool>> replaced(plan.groups.size());
-    std::vector<std::vector<Slice>> added(plan.groups.size());
     for (const Region &region : regions) {
-      TransferGroup &group = plan.groups[region.group];
       std::vector<int64_t> direct = region.receivers;
       for (const Region::Transfer &transfer : region.transfers)
         direct.push_back(transfer.sender);
@@ -815,12 +1213,7 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
         addDirect(1);
         continue;
       }
-      replaced[region.group].resize(group.slices.size());
-      for (size_t i : region.slices)
-        replaced[region.group][i] = true;
-      ++stats.relayedRegions;
-      stats.sourceSendsSaved +=
-          static_cast<int64_t>(region.receivers.size()) - 1;
+      replace(region);
     }
 
     for (size_t g = 0; g < plan.groups.size(); ++g) {

@@ -62,8 +62,8 @@ cl::opt<bool> noRelay("no-relay",
                       cl::sub(compileCommand));
 cl::opt<bool> noExchange(
     "no-exchange",
-    cl::desc("Relay along chains and trees only, not by exchanges among the "
-             "receivers"),
+    cl::desc("Relay along chains and trees only, not by exchanges or "
+             "gathers among the receivers"),
     cl::sub(compileCommand));
 cl::opt<std::string> irPath("emit-ir",
                             cl::desc("Also write the compiled m2n IR here"),

@@ -24,9 +24,9 @@ constexpr int64_t kMiB = 1 << 20;
 
 /// What Plan.h requires of slices, relays included: slices sorted; each
 /// source slice within its sender's source box; the slices each receiver
-/// gets tile its destination box; each forward sends a box its sender
-/// received whole in an earlier round, from its destination box. Returns
-/// the first problem, or "".
+/// gets tile its destination box; each forward sends, from its destination
+/// box, bytes that all reached its sender in earlier rounds. Returns the
+/// first problem, or "".
 std::string checkSlices(const Plan &plan) {
   for (const TransferGroup &group : plan.groups) {
     if (!std::is_sorted(group.slices.begin(), group.slices.end(), sliceLess))
@@ -44,10 +44,13 @@ std::string checkSlices(const Plan &plan) {
       if (s.round < 1 ||
           !contains(destinationBox(plan, group, s.sender), s.box))
         return "bad forward " + s.box.str();
-      bool arrived = false;
+      // What reaches a rank never overlaps, so the earlier arrivals cover
+      // the forward when their overlaps with it add up to it.
+      int64_t arrived = 0;
       for (const Slice *in : received[s.sender])
-        arrived |= in->round < s.round && contains(in->box, s.box);
-      if (!arrived)
+        if (in->round < s.round)
+          arrived += intersect(in->box, s.box).volume();
+      if (arrived != s.box.volume())
         return "rank " + std::to_string(s.sender) + " forwards " + s.box.str() +
                " before receiving it";
     }
@@ -69,7 +72,7 @@ std::string checkSlices(const Plan &plan) {
   return "";
 }
 
-/// Checks that every forward travels in a later step than the message that
+/// Checks that every forward travels in a later step than the messages that
 /// brought its bytes to the sender. Returns the first problem, or "".
 std::string checkForwardSteps(const Plan &plan) {
   // (group, slice, member) -> step.
@@ -85,11 +88,11 @@ std::string checkForwardSteps(const Plan &plan) {
         continue;
       for (int32_t m = 0;
            m < static_cast<int32_t>(plan.groups[g].members.size()); ++m) {
-        bool before = false;
+        bool before = true;
         for (size_t t = 0; t < slices.size(); ++t)
           if (slices[t].receiver == slices[s].sender &&
-              contains(slices[t].box, slices[s].box))
-            before |= stepOf.at({g, t, m}) < stepOf.at({g, s, m});
+              intersects(slices[t].box, slices[s].box))
+            before &= stepOf.at({g, t, m}) < stepOf.at({g, s, m});
         if (!before)
           return "forward " + slices[s].box.str() + " comes too early";
       }
@@ -369,6 +372,113 @@ TEST(Relay, ExchangeOnAFlatTopologyIsTwoHops) {
   PlanCost cost = scheduledCost(plan, model);
   PlanCost direct = scheduledCost(broadcast(0, rankRange(1, 8), 64 * kMiB), model);
   EXPECT_LT(cost.predictedSeconds, direct.predictedSeconds / 2.5);
+}
+
+/// A BF16 tensor [rows, 1024] split by rows over `sources` ranks from rank 0
+/// on, replicated on `receivers` ranks from rank `firstReceiver` on, sent
+/// directly from each source to each receiver.
+Plan shardedToReplicas(int64_t sources, int64_t firstReceiver,
+                       int64_t receivers, int64_t rows) {
+  Plan plan = planWithMeshes(mesh({sources}, rankRange(0, sources)),
+                             mesh({receivers}, rankRange(firstReceiver,
+                                                         receivers)));
+  addGroup(plan, {rows, 1024}, DType::BF16, {Placement::shard(0)},
+           {Placement::replicate()});
+  addDirectSlices(plan, 0);
+  return plan;
+}
+
+/// Slices of group 0 that forward bytes among destination ranks.
+size_t forwards(const Plan &plan) {
+  return llvm::count_if(plan.groups[0].slices, [](const Slice &s) {
+    return s.origin == Origin::Destination;
+  });
+}
+
+TEST(Relay, GathersPiecesAmongManyReceiversInRunsThatDouble) {
+  // 64 pieces of 8 MiB to 64 flat receivers: sent directly, 64 x 64 slices;
+  // gathered, each piece goes to one receiver and then in runs that double
+  // over six rounds, six slices per receiver, for as many bytes per link
+  // and six more steps.
+  Topology flat;
+  flat.ranksPerNode = 0;
+  CostModel model(flat);
+  Plan plan = shardedToReplicas(64, 64, 64, 64 * 4096);
+  RelayStats stats = relay(plan, model, RelayOptions());
+  EXPECT_EQ(checkSlices(plan), "");
+  EXPECT_EQ(stats.relayedRegions, 64);
+  EXPECT_EQ(stats.rounds, 7);
+  // A run that wraps around the receivers goes as two boxes.
+  EXPECT_GE(forwards(plan), 64u * 6);
+  EXPECT_LE(forwards(plan), 64u * 6 * 2);
+  // Each source sends its piece once.
+  for (const auto &[sender, bytes] : sourceBytesBySender(plan))
+    EXPECT_EQ(bytes, 4096 * 1024 * 2) << sender;
+  PlanCost cost = scheduledCost(plan, model);
+  EXPECT_LT(cost.predictedSeconds, 1.10 * cost.lowerBoundSeconds);
+}
+
+TEST(Relay, GathersAcrossNodesOnceThenWithinThem) {
+  // 128 pieces to 64 receivers on 8 nodes: the eight columns (one rank per
+  // node) gather their eighth across the nodes, then each node gathers its
+  // columns over NVLink, so every byte enters each node once.
+  CostModel model;
+  Plan plan = shardedToReplicas(128, 128, 64, 128 * 4096);
+  relay(plan, model, RelayOptions());
+  EXPECT_EQ(checkSlices(plan), "");
+  int64_t tensorBytes = 128 * 4096 * 1024 * 2;
+  std::map<int64_t, int64_t> enteringNode;
+  for (const Slice &s : plan.groups[0].slices)
+    if (!model.sameNode(s.sender, s.receiver))
+      enteringNode[s.receiver / 8] += sliceBytes(plan.groups[0], s);
+  EXPECT_EQ(enteringNode.size(), 8u);
+  for (const auto &[node, bytes] : enteringNode)
+    EXPECT_EQ(bytes, tensorBytes) << node;
+  PlanCost cost = scheduledCost(plan, model);
+  EXPECT_LT(cost.predictedSeconds, 1.15 * cost.lowerBoundSeconds);
+}
+
+TEST(Relay, GathersOnUnevenNodesAndUnevenPieces) {
+  // 100 receivers from rank 61 on: their nodes hold 3, 8, ..., 8 and 1 of
+  // them, so they gather as if each were a node. torch.chunk cuts 400000
+  // rows for 61 sources into 60 pieces of 6558 rows and one of 6520.
+  Plan plan = shardedToReplicas(61, 61, 100, 400000);
+  RelayStats stats = relay(plan, CostModel(), RelayOptions());
+  EXPECT_EQ(checkSlices(plan), "");
+  EXPECT_EQ(stats.relayedRegions, 61);
+  EXPECT_LT(plan.groups[0].slices.size(), 61u + 100 * 2 * 7);
+  EXPECT_LT(scheduledCost(plan, CostModel()).predictedSeconds,
+            scheduledCost(shardedToReplicas(61, 61, 100, 400000), CostModel())
+                .predictedSeconds);
+}
+
+TEST(Relay, GathersPiecesOfAGridInMergedBoxes) {
+  // A [16384, 16384] tensor over a [8, 8] source mesh, both dimensions
+  // split: runs of pieces are not one box, and go as the fewest boxes.
+  Plan plan = planWithMeshes(mesh({8, 8}, rankRange(0, 64)),
+                             mesh({64}, rankRange(64, 64)));
+  addGroup(plan, {16384, 16384}, DType::BF16,
+           {Placement::shard(0), Placement::shard(1)},
+           {Placement::replicate()});
+  addDirectSlices(plan, 0);
+  RelayStats stats = relay(plan, CostModel(), RelayOptions());
+  EXPECT_EQ(checkSlices(plan), "");
+  EXPECT_EQ(stats.relayedRegions, 64);
+  EXPECT_LT(plan.groups[0].slices.size(), 64u * 64 / 4);
+}
+
+TEST(Relay, FewPiecesAreCutForEveryReceiverToOwnOne) {
+  // 32 pieces for 128 receivers: each piece is cut in four.
+  Topology flat;
+  flat.ranksPerNode = 0;
+  Plan plan = shardedToReplicas(32, 32, 128, 32 * 64);
+  relay(plan, CostModel(flat), RelayOptions());
+  EXPECT_EQ(checkSlices(plan), "");
+  std::set<int64_t> owners;
+  for (const Slice &s : plan.groups[0].slices)
+    if (s.origin == Origin::Source)
+      owners.insert(s.receiver);
+  EXPECT_EQ(owners.size(), 128u);
 }
 
 TEST(Relay, EachRegionGetsItsOwnRoot) {

@@ -21,6 +21,12 @@ struct CoalesceStats {
 /// adjacent in memory on both sides whenever the parts were.
 CoalesceStats coalesce(Plan &plan, llvm::ThreadPoolInterface *pool = nullptr);
 
+/// The boxes of a tensor of `shape`, merged as coalesce merges slices: boxes
+/// adjacent along one dimension and equal in all others become one, until
+/// none merge. Empty boxes are kept as they are, at the end.
+std::vector<Box> mergeBoxes(std::vector<Box> boxes,
+                            const std::vector<int64_t> &shape);
+
 /// A slice of a row-major buffer as strided runs: `count[i]` repetitions at
 /// `stride[i]` bytes for each outer level i (outermost first), of one
 /// contiguous run of `runBytes` at byte `offset` of the buffer. Dimensions

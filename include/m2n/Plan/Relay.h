@@ -10,8 +10,8 @@ namespace m2n::plan {
 
 struct RelayOptions {
   bool enable = true;
-  /// Whether exchanges among the receivers are considered beside chains and
-  /// trees.
+  /// Whether exchanges and gathers among the receivers are considered
+  /// beside chains and trees.
   bool exchange = true;
   /// Regions are forwarded in chunks of about this many bytes (all members)
   /// so that the hops of a chain overlap; 0 lets the cost model choose.
@@ -35,8 +35,10 @@ struct RelayStats {
 /// destinations), lets receivers forward it to the others in later rounds,
 /// as an exchange among them or a chain or tree pipelined in chunks, when
 /// the cost model says that is faster or no slower; otherwise leaves the
-/// region as it is. Each relayed byte then leaves the source side once. A plan whose slices change loses any
-/// messages it had: fuse it afterwards.
+/// region as it is. A destination box held in many pieces by the source
+/// side and by many receivers is gathered among them instead. Each relayed
+/// byte then leaves the source side once. A plan whose slices change loses
+/// any messages it had: fuse it afterwards.
 RelayStats relay(Plan &plan, const CostModel &model,
                  const RelayOptions &options);
 

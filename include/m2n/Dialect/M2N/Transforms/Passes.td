@@ -62,13 +62,17 @@ def RelayPass : Pass<"m2n-relay", "mlir::ModuleOp"> {
     (the region cut into a part per receiver, each part sent once to its
     owner, which passes it to the receivers of its node and to one entry
     receiver per other node, which passes it on within its node), or a
-    chain or tree pipelined in chunks. Each relayed byte then leaves the
-    source side once.
+    chain or tree pipelined in chunks. A tensor held in many pieces that
+    many receivers need whole is gathered instead: each piece goes to one
+    receiver, and runs of pieces that double round by round cross the nodes
+    and then each node (Bruck's allgather), as single boxes, so the plan
+    grows with pieces plus receivers, not with their product. Each relayed
+    byte then leaves the source side once.
   }];
   let options = [
     Option<"exchange", "exchange", "bool", /*default=*/"true",
-           "Consider exchanges among the receivers, not only chains and "
-           "trees">,
+           "Consider exchanges and gathers among the receivers, not only "
+           "chains and trees">,
     Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"0",
            "Bytes per pipelined chunk of a chain or tree (0: chosen by the "
            "cost model)">,

@@ -33,8 +33,8 @@ struct CompilePipelineOptions
                      llvm::cl::init(true)};
   Option<bool> relayExchange{
       *this, "relay-exchange",
-      llvm::cl::desc("Let relays exchange a region among its receivers, not "
-                     "only pass it along chains and trees"),
+      llvm::cl::desc("Let relays exchange or gather regions among their "
+                     "receivers, not only pass them along chains and trees"),
       llvm::cl::init(true)};
   Option<bool> report{
       *this, "report",
