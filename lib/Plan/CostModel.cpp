@@ -317,6 +317,16 @@ struct RankNeeds {
   int64_t onlyHolderRemote = 0;
 };
 
+/// What the ranks that all hold the same source bytes must send of them
+/// (a replicated source: data-parallel trainers), in bytes: each such byte
+/// leaves the set at least once, over a NIC when no rank of the set's
+/// nodes needs it, and the set's ranks share that work.
+struct HolderSetNeeds {
+  int64_t remote = 0;
+  int64_t local = 0;
+};
+using HolderSets = std::map<std::vector<int64_t>, HolderSetNeeds>;
+
 /// What one node must move through its ranks' NICs, in bytes.
 struct NodeNeeds {
   /// Bytes its ranks need that no rank of it holds, counted once.
@@ -358,7 +368,8 @@ static std::vector<int64_t> nodesOf(const CostModel &model,
 static void addNeeds(const CostModel &model, const Plan &plan,
                      const TransferGroup &group,
                      std::vector<RankNeeds> &ranks,
-                     llvm::DenseMap<int64_t, NodeNeeds> &nodes) {
+                     llvm::DenseMap<int64_t, NodeNeeds> &nodes,
+                     HolderSets &holderSets) {
   if (group.src.mesh < 0 || group.dst.mesh < 0 ||
       group.src.mesh >= static_cast<int64_t>(plan.meshes.size()) ||
       group.dst.mesh >= static_cast<int64_t>(plan.meshes.size()))
@@ -378,6 +389,7 @@ static void addNeeds(const CostModel &model, const Plan &plan,
     dstNodes.push_back(nodesOf(model, holders));
 
   for (size_t s = 0; s < src.boxes.size(); ++s) {
+    HolderSetNeeds shared;
     for (size_t d = 0; d < dst.boxes.size(); ++d) {
       int64_t bytes = intersect(dst.boxes[d], src.boxes[s]).volume() * unitBytes;
       if (bytes == 0)
@@ -412,8 +424,34 @@ static void addNeeds(const CostModel &model, const Plan &plan,
           llvm::any_of(dstNodes[d],
                        [&](int64_t node) { return node != srcNodes[s][0]; }))
         nodes[srcNodes[s][0]].out += bytes;
+      if (src.holders[s].size() > 1) {
+        bool local = llvm::any_of(needing, [&](int64_t rank) {
+          return llvm::binary_search(srcNodes[s], model.node(rank));
+        });
+        (local ? shared.local : shared.remote) += bytes;
+      }
+    }
+    if (shared.local + shared.remote > 0) {
+      std::vector<int64_t> holders = src.holders[s];
+      llvm::sort(holders);
+      HolderSetNeeds &set = holderSets[std::move(holders)];
+      set.local += shared.local;
+      set.remote += shared.remote;
     }
   }
+}
+
+/// The least time in which a set of ranks holding the same bytes sends them
+/// out once, sharing the work evenly.
+static double holderSetSeconds(const CostModel &model,
+                               const std::vector<int64_t> &holders,
+                               const HolderSetNeeds &needs) {
+  const Topology &topology = model.getTopology();
+  double work = static_cast<double>(needs.remote) / topology.interNodeBandwidth +
+                static_cast<double>(needs.local) /
+                    std::max(topology.intraNodeBandwidth,
+                             topology.interNodeBandwidth);
+  return work / static_cast<double>(holders.size());
 }
 
 /// The least time in which a node's ranks receive what they lack, when x_r
@@ -478,14 +516,17 @@ static double nodeSendSeconds(const CostModel &model, const NodeNeeds &node,
 double CostModel::lowerBound(const Plan &plan) const {
   std::vector<RankNeeds> ranks(observedWorldSize(plan));
   llvm::DenseMap<int64_t, NodeNeeds> nodes;
+  HolderSets holderSets;
   for (const TransferGroup &group : plan.groups)
-    addNeeds(*this, plan, group, ranks, nodes);
+    addNeeds(*this, plan, group, ranks, nodes, holderSets);
   for (int64_t rank : plan.ranks())
     nodes[node(rank)].ranks.push_back(rank);
   double bound = 0;
   for (const auto &[id, node] : nodes)
     bound = std::max({bound, nodeReceiveSeconds(*this, node, ranks),
                       nodeSendSeconds(*this, node, ranks)});
+  for (const auto &[holders, needs] : holderSets)
+    bound = std::max(bound, holderSetSeconds(*this, holders, needs));
   // Moving any byte takes at least one message in one step.
   if (bound == 0)
     return 0;

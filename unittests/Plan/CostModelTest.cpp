@@ -315,6 +315,24 @@ TEST(CostModel, LowerBoundOfUniqueSends) {
                    3e-6 + 1e6 / 1e10);
 }
 
+TEST(CostModel, LowerBoundSendsReplicatedSourcesOutOnce) {
+  // Ranks 0 and 1 (one node) both hold the 1 MB tensor, and 64 ranks of
+  // other nodes each need a different sixty-fourth of it: no rank needs
+  // much, and neither holder alone holds anything, but the megabyte must
+  // leave the two over their NICs, half each at best.
+  Plan plan = planWithMeshes(mesh({2}, {0, 1}), mesh({64}, rankRange(8, 64)));
+  addGroup(plan, {256000}, DType::F32, {Placement::replicate()},
+           {Placement::shard(0)});
+  EXPECT_NEAR(CostModel(roundTopology()).cost(plan).lowerBoundSeconds,
+              3e-6 + 1.024e6 / 2 / 1e10, 1e-12);
+  // Held on two nodes of their own, still half each over a NIC.
+  Plan apart = planWithMeshes(mesh({2}, {0, 4}), mesh({64}, rankRange(8, 64)));
+  addGroup(apart, {256000}, DType::F32, {Placement::replicate()},
+           {Placement::shard(0)});
+  EXPECT_NEAR(CostModel(roundTopology()).cost(apart).lowerBoundSeconds,
+              3e-6 + 1.024e6 / 2 / 1e10, 1e-12);
+}
+
 TEST(CostModel, LowerBoundSharesANodesNics) {
   // Ranks 0 and 1 share a node and both need the 1 MB tensor, which ranks 4
   // and 5 of another node hold. The megabyte must enter the node once: each
