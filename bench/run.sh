@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds m2n where it is out of date and runs every benchmark, writing each
 # one's results into OUT_DIR: refit.json and host-exec.json (Google
-# Benchmark's format), layout-sweep.txt (its table), and cuda-pack.json (the M2N_BENCH line's figures)
-# when the CUDA pack benchmark was built and a GPU answers. Arguments after OUT_DIR go to every Google Benchmark binary.
+# Benchmark's format), layout-sweep.txt and scale.txt (their tables; the
+# scale compiles need about 15 GB of memory), and cuda-pack.json (the
+# M2N_BENCH line's figures) when the CUDA pack benchmark was built and a GPU
+# answers. Arguments after OUT_DIR go to every Google Benchmark binary.
 #
 #   bench/run.sh OUT_DIR [--benchmark_filter=...]
 #
@@ -38,6 +40,8 @@ gbench host-exec 0.5
 # The layout sweep prints a table of its own, not Google Benchmark's JSON.
 echo "== layout-sweep"
 "$build/bench/m2n-layout-sweep" | tee "$out/layout-sweep.txt"
+echo "== scale"
+M2N_BUILD_DIR=$build "$top/bench/scale.sh" | tee "$out/scale.txt"
 
 cuda=$build/runtime/bench/m2n_cuda_pack_bench
 if [ -x "$cuda" ]; then

@@ -41,7 +41,9 @@ for refit in $refits; do
   /usr/bin/time -f '%e %M' -o "$out/$name.time" \
     "$m2n" compile "$out/$name.json" -o "$out/$name.m2n"
   read -r seconds kilobytes <"$out/$name.time"
-  summary=$("$m2n" inspect "$out/$name.m2n" | head -3)
+  # Into a file: head closing the pipe early would fail the pipeline.
+  "$m2n" inspect "$out/$name.m2n" >"$out/$name.summary"
+  summary=$(head -3 "$out/$name.summary")
   ranks=$(sed -n '1s/.*: \([0-9]*\) ranks.*/\1/p' <<<"$summary")
   ratio=$(sed -n '3s/.*(\([0-9.]*\)x).*/\1/p' <<<"$summary")
   bytes=$(stat -c %s "$out/$name.m2n")
@@ -51,5 +53,5 @@ for refit in $refits; do
         m, t, g, r, s, k / 1024, b / 1e6, b / 1e6 / r, q
     }'
   # Keep only the figures when the folder is temporary: plans are large.
-  [ $# -ge 1 ] || rm -f "$out/$name.m2n"
+  [ $# -ge 1 ] || rm -f "$out/$name.m2n" "$out/$name.summary"
 done
