@@ -20,6 +20,11 @@
 // pipeline. The cheaper wins, and its load stays on its ranks for the
 // regions decided after it.
 //
+// Before that, the regions of one destination box that many receivers need
+// whole, held by the source side in many pieces, are gathered as a family
+// (see Family): deciding them piece by piece would give every receiver a
+// slice per piece.
+//
 //===----------------------------------------------------------------------===//
 
 #include "m2n/Plan/Relay.h"
@@ -731,8 +736,8 @@ static void addExchangeSlices(const Exchange &exchange,
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// A family gathers with fewer slices than its regions' relays from this
-/// many slices on: at least one per (region, receiver) for those.
+/// Families of at least this many (region, receiver) pairs are gathered:
+/// relayed region by region, they would take a slice per pair.
 constexpr int64_t kGatherSlices = 256;
 /// The most that the steps a gather adds may cost, as a share of sending
 /// its pieces directly.
