@@ -109,3 +109,11 @@ m2n::readTextFile(StringRef path) {
     return cannotRead(path, buffer.getError().message());
   return std::move(*buffer);
 }
+
+llvm::Error m2n::refuseSpecialFile(StringRef path) {
+  struct stat info;
+  if (path == "-" || ::stat(path.str().c_str(), &info) != 0 ||
+      S_ISREG(info.st_mode))
+    return llvm::Error::success();
+  return cannotRead(path, "not a regular file");
+}

@@ -6,11 +6,13 @@
 //
 // Output given with `-o FILE` is written to a temporary file beside FILE and
 // renamed over it only when the translation succeeds, so a failed run leaves
-// an existing FILE as it was.
+// an existing FILE as it was. An input that is not a regular file (a FIFO, a
+// device) is refused before anything opens it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "m2n/Target/ExportPlan.h"
+#include "m2n/Spec/JsonFile.h"
 #include "m2n/Target/ImportSpec.h"
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "llvm/Support/FileSystem.h"
@@ -58,6 +60,26 @@ AtomicOutput redirectOutput(std::vector<std::string> &args) {
   return output;
 }
 
+/// Refuses the positional arguments (the input; options take their values
+/// with `=`, except -o) that name FIFOs or devices: mlirTranslateMain would
+/// open them and wait.
+bool inputsAreRegular(const std::vector<std::string> &args) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    llvm::StringRef arg = args[i];
+    if (arg == "-o" || arg == "--o") {
+      ++i;
+      continue;
+    }
+    if (arg.starts_with("-"))
+      continue;
+    if (llvm::Error error = m2n::refuseSpecialFile(arg)) {
+      llvm::errs() << llvm::toString(std::move(error)) << "\n";
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -65,6 +87,8 @@ int main(int argc, char **argv) {
   m2n::registerExportPlanTranslation();
 
   std::vector<std::string> args(argv, argv + argc);
+  if (!inputsAreRegular(args))
+    return 1;
   AtomicOutput output = redirectOutput(args);
   std::vector<char *> argPointers;
   for (std::string &arg : args)

@@ -33,6 +33,13 @@ llvm::Expected<llvm::json::Value> parseJsonFile(llvm::StringRef text,
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 readTextFile(llvm::StringRef path);
 
+/// An error naming `path` when it names something other than a regular file
+/// (a FIFO, a device, a folder), found without opening it; success for "-"
+/// (stdin) and for a path that does not exist, which the caller's own open
+/// reports. For drivers that open their input themselves (m2n-opt,
+/// m2n-translate), where opening a FIFO without a writer would wait forever.
+llvm::Error refuseSpecialFile(llvm::StringRef path);
+
 } // namespace m2n
 
 #endif // M2N_SPEC_JSONFILE_H
