@@ -33,6 +33,8 @@ struct InspectOptions {
   bool disassemble = false;
   /// The rank to disassemble, or -1 for all.
   int rank = -1;
+  /// Also print, per step, the busiest rank against the even share.
+  bool steps = false;
   /// Also draw the traffic here, when not empty: a standalone SVG picture,
   /// and an HTML page with the picture and a table of the steps.
   std::string svgPath;

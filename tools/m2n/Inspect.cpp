@@ -2,6 +2,7 @@
 
 #include "Commands.h"
 #include "PlanPicture.h"
+#include "PlanTraffic.h"
 
 #include "m2n/plan.h"
 #include "plan_internal.h"
@@ -114,6 +115,56 @@ void printText(llvm::StringRef path, const m2n_plan_header_t &header,
   }
 }
 
+/// Per step, where the plan loses against an even spread: the step's
+/// busiest rank (sending or receiving, whichever is further above its
+/// side's even share) against the share each rank that sends (or receives)
+/// anywhere in the plan would carry if the step's bytes were spread evenly,
+/// and the ranks idle in the step. Fill, drain and imbalance show as high
+/// ratios and many idle ranks. Bytes, not seconds: the plan file does not
+/// say what the links were.
+void printSteps(const LoadedPlan &plan) {
+  Traffic traffic = trafficOf(plan);
+  uint64_t senders = 0, receivers = 0;
+  for (uint32_t rank = 0; rank < traffic.size; ++rank) {
+    senders += traffic.sendBytes[rank] > 0;
+    receivers += traffic.receiveBytes[rank] > 0;
+  }
+  llvm::raw_ostream &os = llvm::outs();
+  os << llvm::formatv("{0,6} {1,9} {2,14} {3,13} {4,14} {5,14} {6,7} {7,12} "
+                      "{8,14}\n",
+                      "step", "messages", "bytes", "busiest", "its bytes",
+                      "even share", "x even", "idle senders", "idle receivers");
+  double busiestTotal = 0, evenTotal = 0;
+  for (size_t s = 0; s < traffic.steps.size(); ++s) {
+    const StepTraffic &step = traffic.steps[s];
+    double sendShare = senders ? double(step.bytes) / senders : 0;
+    double receiveShare = receivers ? double(step.bytes) / receivers : 0;
+    double sendRatio = sendShare > 0 ? step.busiestSenderBytes / sendShare : 0;
+    double receiveRatio =
+        receiveShare > 0 ? step.busiestReceiverBytes / receiveShare : 0;
+    bool sending = sendRatio >= receiveRatio;
+    uint64_t bytes =
+        sending ? step.busiestSenderBytes : step.busiestReceiverBytes;
+    double share = sending ? sendShare : receiveShare;
+    std::string rank =
+        (sending ? "send " : "recv ") +
+        std::to_string(sending ? step.busiestSender : step.busiestReceiver);
+    os << llvm::formatv("{0,6} {1,9} {2,14} {3,13} {4,14} {5,14:F0} {6,7:F2} "
+                        "{7,12} {8,14}\n",
+                        s, step.messages, step.bytes, rank, bytes, share,
+                        sending ? sendRatio : receiveRatio,
+                        senders - step.sendingRanks,
+                        receivers - step.receivingRanks);
+    busiestTotal += double(bytes);
+    evenTotal += share;
+  }
+  os << llvm::formatv("over {0} steps the busiest ranks carry {1:F0} bytes, "
+                      "{2:F2}x the even shares' {3:F0}\n",
+                      traffic.steps.size(), busiestTotal,
+                      evenTotal > 0 ? busiestTotal / evenTotal : 1.0,
+                      evenTotal);
+}
+
 /// Writes the pictures that `options` asks for: all of them, or on failure
 /// none.
 bool writePictures(const InspectOptions &options, const LoadedPlan &plan) {
@@ -168,6 +219,8 @@ int inspect(const InspectOptions &options) {
       printJson(loaded.header(), summary);
     else
       printText(options.planPath, loaded.header(), summary);
+    if (options.steps)
+      printSteps(loaded);
   }
   m2n_plan_destroy(plan);
   return result;

@@ -95,6 +95,9 @@ StepTraffic stepOf(llvm::ArrayRef<Message> messages,
     ++step.messages;
     step.bytes += message.bytes;
     step.largestMessage = std::max(step.largestMessage, message.bytes);
+    // Every message has at least a byte, so a rank's first one finds 0.
+    step.sendingRanks += sent[message.sender] == 0;
+    step.receivingRanks += received[message.receiver] == 0;
     sent[message.sender] += message.bytes;
     received[message.receiver] += message.bytes;
     senders.push_back(message.sender);

@@ -30,6 +30,9 @@ struct StepTraffic {
   uint64_t busiestSenderBytes = 0;
   uint32_t busiestReceiver = 0;
   uint64_t busiestReceiverBytes = 0;
+  /// How many distinct ranks send, and receive, in the step.
+  uint32_t sendingRanks = 0;
+  uint32_t receivingRanks = 0;
 };
 
 /// The bytes a plan moves over all its steps. The "ranks" may also be

@@ -5,7 +5,7 @@
 //                                     [--no-exchange]
 //                                     [--emit-ir FILE]
 //                                     [--progress | --no-progress]
-//   m2n inspect PLAN.m2n [--json | --disassemble [--rank R]]
+//   m2n inspect PLAN.m2n [--json | --disassemble [--rank R] | --steps]
 //                        [--svg FILE] [--html FILE]
 //   m2n run PLAN.m2n --backend sim --src DIR --dst DIR
 //                    [--progress | --no-progress]
@@ -78,6 +78,11 @@ cl::opt<bool> json("json", cl::desc("Print the summary as JSON"),
 cl::opt<bool> disassemble("disassemble",
                           cl::desc("Print the instructions as text"),
                           cl::sub(inspectCommand));
+cl::opt<bool> inspectSteps(
+    "steps",
+    cl::desc("Also print, per step, its busiest rank against the even share "
+             "and the idle ranks"),
+    cl::sub(inspectCommand));
 cl::opt<int> disassembleRank("rank",
                              cl::desc("Disassemble this rank only"),
                              cl::init(-1), cl::sub(inspectCommand));
@@ -186,6 +191,11 @@ int runInspect() {
     errs() << "error: --json and --disassemble exclude each other\n";
     return 1;
   }
+  if (inspectSteps && (json || disassemble)) {
+    errs() << "error: --steps adds to the text summary and excludes --json "
+              "and --disassemble\n";
+    return 1;
+  }
   // The pictures draw the summary; the disassembly, perhaps of one rank, is
   // another view of the plan, and a picture beside it would seem to be of
   // that rank alone.
@@ -203,6 +213,7 @@ int runInspect() {
   options.json = json;
   options.disassemble = disassemble;
   options.rank = disassembleRank;
+  options.steps = inspectSteps;
   options.svgPath = svgPath;
   options.htmlPath = htmlPath;
   return m2n::driver::inspect(options);
