@@ -7,7 +7,8 @@ receive bar must carry in its tooltip exactly the bytes and messages that the
 summary's messages and ranks give (summed over blocks of ranks for plans of
 more than 128 ranks), no more and no fewer of them; the title must name the
 busiest sender and receiver and their ratio to the average. The page must
-embed the picture and list every step with its messages and bytes.
+embed the picture and list every step with its messages and bytes, and
+its idle senders and receivers.
 
 Prints what it found, for FileCheck; exits 1 at the first mismatch.
 """
@@ -157,6 +158,8 @@ def check_html(page, summary, expected):
     rows = [row for row in page.iter("tr") if row.find("td") is not None]
     if len(rows) != summary["steps"]:
         fail(f"{len(rows)} step rows, {summary['steps']} steps")
+    senders = sum(1 for r in summary["ranks"] if r["send_bytes"] > 0)
+    receivers = sum(1 for r in summary["ranks"] if r["receive_bytes"] > 0)
     for step, row in enumerate(rows):
         cells = [td.text for td in row.findall("td")]
         messages = [m for m in summary["messages"] if m["step"] == step]
@@ -164,6 +167,10 @@ def check_html(page, summary, expected):
                 str(sum(m["bytes"] for m in messages))]
         if cells[:3] != want:
             fail(f"step row {cells} starts not with {want}")
+        idle = [str(senders - len({m["src"] for m in messages})),
+                str(receivers - len({m["dst"] for m in messages}))]
+        if cells[-2:] != idle:
+            fail(f"step row {cells} ends not with the idle ranks {idle}")
     print(f"html: {len(rows)} step rows match")
 
 
