@@ -127,6 +127,11 @@ struct Tree {
   }
 };
 
+/// The bytes of a slice over all of its group's members.
+int64_t sliceLoadBytes(const TransferGroup &group, const Slice &slice) {
+  return sliceBytes(group, slice) * static_cast<int64_t>(group.members.size());
+}
+
 /// Each rank's busy seconds in either direction, over the whole plan.
 struct Loads {
   std::vector<double> send, receive;
@@ -143,9 +148,7 @@ struct Loads {
       for (const Slice &slice : group.slices)
         if (!slice.isLocalCopy() && slice.sender >= 0 && slice.receiver >= 0)
           add(model, slice.sender, slice.receiver,
-              sliceBytes(group, slice) *
-                  static_cast<int64_t>(group.members.size()),
-              1);
+              sliceLoadBytes(group, slice), 1);
   }
 
   /// Adds `bytes` from `sender` to `receiver`, weighted by `scale` (-1
@@ -156,6 +159,14 @@ struct Loads {
         scale * static_cast<double>(bytes) / model.bandwidth(sender, receiver);
     send[sender] += seconds;
     receive[receiver] += seconds;
+  }
+
+  /// Adds the direct sends that bring `region` to its receivers now,
+  /// weighted by `scale`.
+  void addTransfers(const CostModel &model, const Region &region,
+                    double scale) {
+    for (const Region::Transfer &transfer : region.transfers)
+      add(model, transfer.sender, transfer.receiver, transfer.bytes, scale);
   }
 
   double busiest(llvm::ArrayRef<int64_t> ranks) const {
@@ -260,9 +271,7 @@ static void findRegions(const Plan &plan, int32_t g,
     for (size_t i : region.slices) {
       const Slice &slice = group.slices[i];
       region.transfers.push_back(
-          {slice.sender, slice.receiver,
-           sliceBytes(group, slice) *
-               static_cast<int64_t>(group.members.size())});
+          {slice.sender, slice.receiver, sliceLoadBytes(group, slice)});
     }
     regions.push_back(std::move(region));
   }
@@ -328,6 +337,25 @@ static int64_t chooseRoot(const Region &region, const Loads &loads,
   return best;
 }
 
+/// The holder least busy once it sends `bytes` to `receiver`, the first
+/// among equals; `sendLoad` says how busy a rank's sends keep it.
+template <typename SendLoad>
+static int64_t leastBusyHolder(llvm::ArrayRef<int64_t> holders,
+                               int64_t receiver, int64_t bytes,
+                               const CostModel &model, SendLoad sendLoad) {
+  int64_t best = holders.front();
+  double bestSeconds = std::numeric_limits<double>::infinity();
+  for (int64_t holder : holders) {
+    double seconds = sendLoad(holder) + static_cast<double>(bytes) /
+                                            model.bandwidth(holder, receiver);
+    if (seconds < bestSeconds) {
+      best = holder;
+      bestSeconds = seconds;
+    }
+  }
+  return best;
+}
+
 /// The receivers on the root's node first, so that the first hops stay on
 /// the node, then the others by rank, which keeps each node's ranks
 /// together when nodes hold consecutive ranks.
@@ -383,8 +411,7 @@ struct TreeBasis {
     nodes.reserve(involved.size());
     loadsBefore.reserve(involved.size());
     for (int64_t rank : involved) {
-      nodes.push_back(topology.ranksPerNode > 0 ? rank / topology.ranksPerNode
-                                                : rank);
+      nodes.push_back(model.node(rank));
       loadsBefore.emplace_back(loads.send[rank], loads.receive[rank]);
     }
   }
@@ -657,25 +684,18 @@ static std::optional<Exchange> planExchange(const Region &region,
     return std::nullopt;
   // Entries pass parts on within their node, in a third round.
   bool entries = options.maxRounds >= 3;
-  int64_t regionElements = region.box.volume();
+  // Bytes per element, all members: exact, and a part's bytes then cannot
+  // overflow on the way as volume * region bytes would.
+  int64_t elementBytes = region.bytes / region.box.volume();
   LoadDelta delta(loads, model);
   for (size_t p = 0; p < exchange.parts.size(); ++p) {
-    int64_t bytes = exchange.parts[p].volume() * region.bytes / regionElements;
+    int64_t bytes = exchange.parts[p].volume() * elementBytes;
     int64_t owner = owners[p];
     if (exchange.parts.size() < owners.size())
       owner = leastBusyOwner(owners, exchange.owners, delta, model);
-    // The holder least busy once it sends the part.
-    int64_t holder = region.holders.front();
-    double best = std::numeric_limits<double>::infinity();
-    for (int64_t candidate : region.holders) {
-      double seconds = delta.send(candidate) +
-                       static_cast<double>(bytes) /
-                           model.bandwidth(candidate, owner);
-      if (seconds < best) {
-        best = seconds;
-        holder = candidate;
-      }
-    }
+    int64_t holder =
+        leastBusyHolder(region.holders, owner, bytes, model,
+                        [&](int64_t rank) { return delta.send(rank); });
     delta.add(holder, owner, bytes);
     std::vector<Exchange::Hop> hops;
     auto hop = [&](int64_t from, int64_t to, int32_t round) {
@@ -756,6 +776,8 @@ constexpr double kGatherStepShare = 0.05;
 struct Family {
   /// Indices into the regions, all of one group, destination and receivers.
   std::vector<size_t> regions;
+  /// Their bytes, all members.
+  int64_t bytes = 0;
 };
 
 /// A piece of a family's destination box that one owner receives first.
@@ -796,18 +818,14 @@ static std::vector<Family> findFamilies(const std::vector<Region> &regions) {
       Family family;
       family.regions.resize(end - begin);
       std::iota(family.regions.begin(), family.regions.end(), begin);
+      for (size_t r : family.regions)
+        family.bytes += regions[r].bytes;
       families.push_back(std::move(family));
     }
     begin = end;
   }
-  auto bytes = [&](const Family &family) {
-    int64_t sum = 0;
-    for (size_t r : family.regions)
-      sum += regions[r].bytes;
-    return sum;
-  };
-  llvm::stable_sort(families, [&](const Family &a, const Family &b) {
-    return bytes(a) > bytes(b);
+  llvm::stable_sort(families, [](const Family &a, const Family &b) {
+    return a.bytes > b.bytes;
   });
   return families;
 }
@@ -870,19 +888,16 @@ static Arrangement arrange(const Region &region, const CostModel &model,
   size_t owner = 0;
   for (size_t b = 0; b < blocks.size(); ++b) {
     double middle = before + static_cast<double>(blocks[b].bytes) / 2;
-    size_t wanted = total > 0 ? static_cast<size_t>(middle * static_cast<double>(owners) / total)
-                              : owners - 1;
+    size_t wanted =
+        total > 0 ? static_cast<size_t>(middle * static_cast<double>(owners) /
+                                        total)
+                  : owners - 1;
     wanted = std::min(wanted, owners - 1);
     for (; owner <= wanted; ++owner)
       arrangement.first[owner] = b;
     before += static_cast<double>(blocks[b].bytes);
   }
   return arrangement;
-}
-
-/// The bytes of a slice over all of its group's members.
-static int64_t sliceLoadBytes(const TransferGroup &group, const Slice &slice) {
-  return sliceBytes(group, slice) * static_cast<int64_t>(group.members.size());
 }
 
 namespace {
@@ -919,19 +934,10 @@ public:
   /// once it sends it.
   void scatter(size_t b, int64_t owner) {
     const Block &block = blocks[b];
-    int64_t holder = block.region->holders.front();
-    double best = std::numeric_limits<double>::infinity();
-    for (int64_t candidate : block.region->holders) {
-      double seconds = loads.send[candidate] +
-                       static_cast<double>(block.bytes) /
-                           model.bandwidth(candidate, owner);
-      if (seconds < best) {
-        best = seconds;
-        holder = candidate;
-      }
-    }
     Slice slice;
-    slice.sender = holder;
+    slice.sender =
+        leastBusyHolder(block.region->holders, owner, block.bytes, model,
+                        [&](int64_t rank) { return loads.send[rank]; });
     slice.receiver = owner;
     slice.box = block.box;
     add(std::move(slice));
@@ -1056,20 +1062,18 @@ static bool tryGather(const Plan &plan, const Family &family,
   const TransferGroup &group =
       plan.groups[regions[family.regions.front()].group];
   std::vector<int64_t> involved;
-  auto forEachDirect = [&](auto &&function) {
-    for (size_t r : family.regions)
-      for (const Region::Transfer &transfer : regions[r].transfers)
-        function(transfer);
-  };
-  forEachDirect([&](const Region::Transfer &transfer) {
-    involved.push_back(transfer.sender);
-    involved.push_back(transfer.receiver);
-  });
+  for (size_t r : family.regions)
+    for (const Region::Transfer &transfer : regions[r].transfers) {
+      involved.push_back(transfer.sender);
+      involved.push_back(transfer.receiver);
+    }
   const Topology &topology = model.getTopology();
   double directSeconds = loads.busiest(involved) + topology.latencySeconds;
-  forEachDirect([&](const Region::Transfer &transfer) {
-    loads.add(model, transfer.sender, transfer.receiver, transfer.bytes, -1);
-  });
+  auto addDirect = [&](double scale) {
+    for (size_t r : family.regions)
+      loads.addTransfers(model, regions[r], scale);
+  };
+  addDirect(-1);
   size_t start = out.size();
   int32_t rounds = gather(plan, family, regions, loads, model, options, out);
   if (rounds > 0) {
@@ -1090,9 +1094,7 @@ static bool tryGather(const Plan &plan, const Family &family,
                 sliceLoadBytes(group, out[i]), -1);
     out.resize(start);
   }
-  forEachDirect([&](const Region::Transfer &transfer) {
-    loads.add(model, transfer.sender, transfer.receiver, transfer.bytes, 1);
-  });
+  addDirect(1);
   return false;
 }
 
@@ -1185,12 +1187,7 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
         direct.push_back(transfer.sender);
       double directSeconds =
           loads.busiest(direct) + model.getTopology().latencySeconds;
-      auto addDirect = [&](double scale) {
-        for (const Region::Transfer &transfer : region.transfers)
-          loads.add(model, transfer.sender, transfer.receiver, transfer.bytes,
-                    scale);
-      };
-      addDirect(-1);
+      loads.addTransfers(model, region, -1);
       std::optional<Tree> tree =
           chooseTree(region, loads, model, options, directSeconds);
       std::optional<Exchange> exchange =
@@ -1215,7 +1212,7 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
                     stretch);
         addTreeSlices(region, *tree, added[region.group]);
       } else {
-        addDirect(1);
+        loads.addTransfers(model, region, 1);
         continue;
       }
       replace(region);
