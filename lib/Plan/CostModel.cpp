@@ -310,17 +310,13 @@ struct RankNeeds {
   int64_t lacks = 0;
   /// Of those, bytes that no rank of its node holds as a source.
   int64_t offNode = 0;
-  /// Bytes that only it holds and another rank needs.
-  int64_t onlyHolder = 0;
-  /// Of those, bytes that no rank of its node needs: only its own NIC can
-  /// carry them away, since a rank forwards only what it needs itself.
-  int64_t onlyHolderRemote = 0;
 };
 
-/// What the ranks that all hold the same source bytes must send of them
-/// (a replicated source: data-parallel trainers), in bytes: each such byte
-/// leaves the set at least once, over a NIC when no rank of the set's
-/// nodes needs it, and the set's ranks share that work.
+/// What the ranks that all hold the same source bytes (one rank, or a
+/// replicated source such as data-parallel trainers) must send of them, in
+/// bytes: each such byte that another rank needs leaves the set at least
+/// once, the set's ranks sharing that work. Over a NIC when no rank on the
+/// set's nodes needs it, since a rank forwards only what it needs itself.
 struct HolderSetNeeds {
   int64_t remote = 0;
   int64_t local = 0;
@@ -410,26 +406,16 @@ static void addNeeds(const CostModel &model, const Plan &plan,
           nodes[node].in += bytes;
       if (needing.empty())
         continue;
-      // Sending: what one rank alone holds leaves it; what one node alone
-      // holds leaves the node when another node needs it.
-      if (src.holders[s].size() == 1) {
-        int64_t holder = src.holders[s].front();
-        ranks[holder].onlyHolder += bytes;
-        if (llvm::none_of(needing, [&](int64_t rank) {
-              return model.sameNode(holder, rank);
-            }))
-          ranks[holder].onlyHolderRemote += bytes;
-      }
+      // Sending: what a set of ranks alone holds leaves the set; what one
+      // node alone holds leaves the node when another node needs it.
+      bool local = llvm::any_of(needing, [&](int64_t rank) {
+        return llvm::binary_search(srcNodes[s], model.node(rank));
+      });
+      (local ? shared.local : shared.remote) += bytes;
       if (srcNodes[s].size() == 1 &&
           llvm::any_of(dstNodes[d],
                        [&](int64_t node) { return node != srcNodes[s][0]; }))
         nodes[srcNodes[s][0]].out += bytes;
-      if (src.holders[s].size() > 1) {
-        bool local = llvm::any_of(needing, [&](int64_t rank) {
-          return llvm::binary_search(srcNodes[s], model.node(rank));
-        });
-        (local ? shared.local : shared.remote) += bytes;
-      }
     }
     if (shared.local + shared.remote > 0) {
       std::vector<int64_t> holders = src.holders[s];
@@ -493,24 +479,12 @@ static double nodeReceiveSeconds(const CostModel &model,
   return most;
 }
 
-/// The least time in which a node's ranks send what only they hold: each
-/// only holder sends its bytes at least once, those no node-mate needs over
-/// its NIC, and the node's own bytes leave it over its ranks' NICs.
-static double nodeSendSeconds(const CostModel &model, const NodeNeeds &node,
-                              const std::vector<RankNeeds> &ranks) {
-  const Topology &topology = model.getTopology();
-  double seconds = static_cast<double>(node.out) /
-                   (topology.interNodeBandwidth *
-                    static_cast<double>(std::max<size_t>(1, node.ranks.size())));
-  for (int64_t r : node.ranks) {
-    const RankNeeds &rank = ranks[r];
-    seconds = std::max(
-        seconds, static_cast<double>(rank.onlyHolderRemote) /
-                         topology.interNodeBandwidth +
-                     static_cast<double>(rank.onlyHolder - rank.onlyHolderRemote) /
-                         topology.intraNodeBandwidth);
-  }
-  return seconds;
+/// The least time in which what only a node's ranks hold, and a rank of
+/// another node needs, leaves the node over its ranks' NICs.
+static double nodeSendSeconds(const CostModel &model, const NodeNeeds &node) {
+  return static_cast<double>(node.out) /
+         (model.getTopology().interNodeBandwidth *
+          static_cast<double>(std::max<size_t>(1, node.ranks.size())));
 }
 
 double CostModel::lowerBound(const Plan &plan) const {
@@ -524,7 +498,7 @@ double CostModel::lowerBound(const Plan &plan) const {
   double bound = 0;
   for (const auto &[id, node] : nodes)
     bound = std::max({bound, nodeReceiveSeconds(*this, node, ranks),
-                      nodeSendSeconds(*this, node, ranks)});
+                      nodeSendSeconds(*this, node)});
   for (const auto &[holders, needs] : holderSets)
     bound = std::max(bound, holderSetSeconds(*this, holders, needs));
   // Moving any byte takes at least one message in one step.

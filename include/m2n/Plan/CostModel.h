@@ -90,10 +90,11 @@ public:
   /// A lower bound on the time of any plan of the plan's refit, by the
   /// topology: every rank receives what it lacks, and what no rank of its
   /// node holds enters the node through the NICs of the node's ranks that
-  /// need it, once, to be passed on within the node; what only one rank
-  /// holds leaves it, and what only one node holds leaves the node through
-  /// its ranks' NICs. The busiest rank or node, plus one message's latency
-  /// and one step.
+  /// need it, once, to be passed on within the node; what only a set of
+  /// ranks holds (one rank, or replicas) leaves the set once, its ranks
+  /// sharing the work, and what only one node holds leaves the node through
+  /// its ranks' NICs. The busiest rank, set or node, plus one message's
+  /// latency and one step.
   double lowerBound(const Plan &plan) const;
   /// cost(plan).predictedSeconds of a plan whose messages are `messages`
   /// (once fused, a plan's time depends on its messages alone), without
