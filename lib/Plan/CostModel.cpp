@@ -387,7 +387,8 @@ static void addNeeds(const CostModel &model, const Plan &plan,
   for (size_t s = 0; s < src.boxes.size(); ++s) {
     HolderSetNeeds shared;
     for (size_t d = 0; d < dst.boxes.size(); ++d) {
-      int64_t bytes = intersect(dst.boxes[d], src.boxes[s]).volume() * unitBytes;
+      int64_t bytes =
+          intersect(dst.boxes[d], src.boxes[s]).volume() * unitBytes;
       if (bytes == 0)
         continue;
       // Receiving: a rank lacks the bytes unless it holds the source box; a
@@ -433,10 +434,10 @@ static double holderSetSeconds(const CostModel &model,
                                const std::vector<int64_t> &holders,
                                const HolderSetNeeds &needs) {
   const Topology &topology = model.getTopology();
-  double work = static_cast<double>(needs.remote) / topology.interNodeBandwidth +
-                static_cast<double>(needs.local) /
-                    std::max(topology.intraNodeBandwidth,
-                             topology.interNodeBandwidth);
+  double work =
+      static_cast<double>(needs.remote) / topology.interNodeBandwidth +
+      static_cast<double>(needs.local) /
+          std::max(topology.intraNodeBandwidth, topology.interNodeBandwidth);
   return work / static_cast<double>(holders.size());
 }
 
@@ -458,7 +459,8 @@ static double nodeReceiveSeconds(const CostModel &model,
   double least = 0, most = 0;
   for (int64_t r : node.ranks) {
     least = std::max(least, seconds(ranks[r], 0));
-    most = std::max(most, seconds(ranks[r], static_cast<double>(ranks[r].offNode)));
+    most = std::max(most,
+                    seconds(ranks[r], static_cast<double>(ranks[r].offNode)));
   }
   if (inter <= intra)
     return most;

@@ -585,7 +585,8 @@ public:
       : loads(loads), model(model) {}
 
   void add(int64_t sender, int64_t receiver, int64_t bytes) {
-    double seconds = static_cast<double>(bytes) / model.bandwidth(sender, receiver);
+    double seconds =
+        static_cast<double>(bytes) / model.bandwidth(sender, receiver);
     delta[sender].first += seconds;
     delta[receiver].second += seconds;
   }
@@ -641,8 +642,8 @@ static int64_t leastBusyOwner(llvm::ArrayRef<int64_t> receivers,
                               const LoadDelta &delta, const CostModel &model) {
   auto owns = [&](int64_t rank) { return llvm::is_contained(owners, rank); };
   auto nodeOwns = [&](int64_t rank) {
-    return llvm::any_of(owners,
-                        [&](int64_t owner) { return model.sameNode(owner, rank); });
+    return llvm::any_of(
+        owners, [&](int64_t owner) { return model.sameNode(owner, rank); });
   };
   std::optional<int64_t> best;
   auto better = [&](int64_t rank) {
@@ -1170,7 +1171,8 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
         }
       }
     }
-    llvm::erase_if(regions, [](const Region &region) { return region.gathered; });
+    llvm::erase_if(regions,
+                   [](const Region &region) { return region.gathered; });
     // Largest saving first: those decide the busiest ranks. Equal savings
     // keep the order of discovery, by group and then by box.
     auto saving = [](const Region &region) {

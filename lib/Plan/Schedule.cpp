@@ -33,6 +33,7 @@
 #include "m2n/Plan/Schedule.h"
 
 #include "BoxIndex.h"
+#include "SliceRecords.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
@@ -336,7 +337,8 @@ public:
   /// What the steps take by the model: each its busiest rank and its own
   /// cost.
   double seconds() const {
-    double total = static_cast<double>(numSteps) * model->getTopology().stepSeconds;
+    double total =
+        static_cast<double>(numSteps) * model->getTopology().stepSeconds;
     for (size_t step = 0; step < numSteps; ++step)
       total += longest[step];
     return total;
@@ -480,32 +482,15 @@ private:
     int32_t begin, end;
   };
 
-  /// The records of the messages that carry each slice, slice after slice
-  /// in one list (a counting sort): a plan has hundreds of thousands of
-  /// slices, most carried by one message.
+  /// The records of the messages that carry each slice.
   void indexRecords(const Plan &plan) {
-    groupBase.assign(plan.groups.size() + 1, 0);
-    for (size_t g = 0; g < plan.groups.size(); ++g)
-      groupBase[g + 1] = groupBase[g] + plan.groups[g].slices.size();
-    recordStart.assign(groupBase.back() + 1, 0);
-    for (const Message &message : plan.messages)
-      for (const MessagePart &part : message.parts)
-        ++recordStart[groupBase[part.group] + part.slice + 1];
-    for (size_t k = 1; k < recordStart.size(); ++k)
-      recordStart[k] += recordStart[k - 1];
-    std::vector<size_t> next(recordStart.begin(), recordStart.end() - 1);
-    records.resize(recordStart.back());
-    for (size_t m = 0; m < plan.messages.size(); ++m)
-      for (const MessagePart &part : plan.messages[m].parts)
-        records[next[groupBase[part.group] + part.slice]++] = {
-            static_cast<uint32_t>(m), part.memberBegin, part.memberEnd};
-  }
-
-  /// The records of slice `i` of group `g`.
-  llvm::ArrayRef<Record> recordsOf(size_t g, size_t i) const {
-    size_t key = groupBase[g] + i;
-    return llvm::ArrayRef(records).slice(recordStart[key],
-                                         recordStart[key + 1] - recordStart[key]);
+    records = SliceRecords<Record>(plan, [&](auto add) {
+      for (size_t m = 0; m < plan.messages.size(); ++m)
+        for (const MessagePart &part : plan.messages[m].parts)
+          add(part.group, part.slice,
+              Record{static_cast<uint32_t>(m), part.memberBegin,
+                     part.memberEnd});
+    });
   }
 
   /// Per group that forwards anything, what each rank receives of its
@@ -520,7 +505,7 @@ private:
         continue;
       llvm::DenseMap<int64_t, std::vector<int32_t>> byReceiver;
       for (size_t i = 0; i < group.slices.size(); ++i)
-        if (!group.slices[i].isLocalCopy() && !recordsOf(g, i).empty())
+        if (!group.slices[i].isLocalCopy() && !records.of(g, i).empty())
           byReceiver[group.slices[i].receiver].push_back(
               static_cast<int32_t>(i));
       for (auto &[receiver, slices] : byReceiver)
@@ -539,17 +524,14 @@ private:
     if (received == arrivals[part.group].end())
       return;
     received->second.forEachMeeting(group.slices, slice.box, [&](int32_t j) {
-      for (const Record &record : recordsOf(part.group, j))
+      for (const Record &record : records.of(part.group, j))
         if (record.begin < part.memberEnd && part.memberBegin < record.end &&
             record.message != m)
           list.push_back(record.message);
     });
   }
 
-  /// Where each group's slices start among all slices, and where each
-  /// slice's records start in `records`.
-  std::vector<size_t> groupBase, recordStart;
-  std::vector<Record> records;
+  SliceRecords<Record> records;
   std::vector<llvm::DenseMap<int64_t, BoxIndex>> arrivals;
   /// Message m's inputs are list[start[m], start[m + 1]).
   std::vector<size_t> start;

@@ -13,6 +13,7 @@
 #include "m2n/Plan/Coalesce.h"
 
 #include "BoxIndex.h"
+#include "SliceRecords.h"
 #include "LayoutIndex.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -137,10 +138,8 @@ private:
   bool checkPart(size_t m, size_t p);
   const Box *senderBuffer(size_t g, const Slice &slice) const;
   const Box *receiverBuffer(size_t g, const Slice &slice) const;
-  /// Sorts the records by (group, slice, first member) and indexes them.
+  /// Indexes the records by (group, slice, first member).
   void indexRecords();
-  /// The records of slice `i` of group `g`, by member: a range of records.
-  std::pair<size_t, size_t> recordsOf(size_t g, size_t i) const;
 
   const Plan &plan;
   Problems problems;
@@ -148,13 +147,11 @@ private:
   bool compiled;
   std::vector<bool> groupValid;
   std::vector<GroupContext> contexts;
-  /// Valid parts of all messages, sorted by (group, slice, member) once
-  /// indexRecords has run.
+  /// Valid parts of all messages, in message order.
   std::vector<PartRecord> records;
-  /// Group g's slice i is slice sliceBase[g] + i of the plan; its records
-  /// are [recordStart[k], recordStart[k + 1]) for that k.
-  std::vector<size_t> sliceBase;
-  std::vector<size_t> recordStart;
+  /// The same by slice, and within a slice by first member, once
+  /// indexRecords has run.
+  SliceRecords<PartRecord> bySlice;
 };
 
 std::string Verifier::groupName(size_t g) const {
@@ -597,38 +594,16 @@ void Verifier::checkMessage(size_t m) {
                  " of rank " + std::to_string(slice.receiver));
 }
 
-/// A counting sort by slice, as there are about as many records as slices,
-/// and within a slice (rarely more than one record) by first member; stable,
-/// so that records of one member range keep message order.
+/// Within a slice (rarely more than one record) by first member; stable, so
+/// that records of one member range keep message order.
 void Verifier::indexRecords() {
-  sliceBase.assign(plan.groups.size() + 1, 0);
-  for (size_t g = 0; g < plan.groups.size(); ++g)
-    sliceBase[g + 1] = sliceBase[g] + plan.groups[g].slices.size();
-  auto keyOf = [&](const PartRecord &record) {
-    return sliceBase[record.group] + static_cast<size_t>(record.slice);
-  };
-  recordStart.assign(sliceBase.back() + 1, 0);
-  for (const PartRecord &record : records)
-    ++recordStart[keyOf(record) + 1];
-  for (size_t k = 1; k < recordStart.size(); ++k)
-    recordStart[k] += recordStart[k - 1];
-  std::vector<size_t> next(recordStart.begin(), recordStart.end() - 1);
-  std::vector<PartRecord> sorted(records.size());
-  for (const PartRecord &record : records)
-    sorted[next[keyOf(record)]++] = record;
-  for (size_t k = 0; k + 1 < recordStart.size(); ++k)
-    if (recordStart[k + 1] - recordStart[k] > 1)
-      std::stable_sort(sorted.begin() + recordStart[k],
-                       sorted.begin() + recordStart[k + 1],
-                       [](const PartRecord &a, const PartRecord &b) {
-                         return a.memberBegin < b.memberBegin;
-                       });
-  records = std::move(sorted);
-}
-
-std::pair<size_t, size_t> Verifier::recordsOf(size_t g, size_t i) const {
-  size_t key = sliceBase[g] + i;
-  return {recordStart[key], recordStart[key + 1]};
+  bySlice = SliceRecords<PartRecord>(plan, [&](auto add) {
+    for (const PartRecord &record : records)
+      add(record.group, record.slice, record);
+  });
+  bySlice.sortEachSlice([](const PartRecord &a, const PartRecord &b) {
+    return a.memberBegin < b.memberBegin;
+  });
 }
 
 /// Every member of every remote slice travels in exactly one message. Empty
@@ -644,11 +619,12 @@ void Verifier::checkMessageCoverage() {
       bool local = slice.isLocalCopy() && slice.origin == Origin::Source;
       if (local || !contexts[g].wellFormed[i] || slice.box.empty())
         continue;
-      auto [first, last] = recordsOf(g, i);
+      llvm::ArrayRef<PartRecord> travels = bySlice.of(g, i);
       int32_t next = 0;
-      size_t previous = first;
-      for (size_t r = first; r < last && !problems.full(); ++r) {
-        const PartRecord &record = records[r];
+      const PartRecord *previous = travels.empty() ? nullptr : &travels[0];
+      for (const PartRecord &record : travels) {
+        if (problems.full())
+          break;
         if (record.memberBegin > next)
           problems.add(sliceName(g, i) + ": " + memberName(g, next) +
                        " travels in no message");
@@ -656,11 +632,11 @@ void Verifier::checkMessageCoverage() {
           problems.add(sliceName(g, i) + ": " +
                        memberName(g, record.memberBegin) +
                        " travels in two messages (" +
-                       std::to_string(records[previous].message) + " and " +
+                       std::to_string(previous->message) + " and " +
                        std::to_string(record.message) + ")");
         if (record.memberEnd > next) {
           next = record.memberEnd;
-          previous = r;
+          previous = &record;
         }
       }
       if (next < static_cast<int32_t>(group.members.size()))
@@ -730,7 +706,7 @@ void Verifier::checkStaging() {
 /// A relay of some members travels after every message that brought those
 /// members' bytes to its sender. Local copies happen before step 0.
 void Verifier::checkRelaySteps() {
-  for (const PartRecord &relay : records) {
+  for (const PartRecord &relay : bySlice.all()) {
     if (problems.full())
       return;
     const TransferGroup &group = plan.groups[relay.group];
@@ -745,9 +721,7 @@ void Verifier::checkRelaySteps() {
           const Slice &arrival = group.slices[j];
           if (arrival.isLocalCopy() || !contexts[relay.group].placed[j])
             return false;
-          auto [first, last] = recordsOf(relay.group, j);
-          for (size_t r = first; r < last; ++r) {
-            const PartRecord &record = records[r];
+          for (const PartRecord &record : bySlice.of(relay.group, j)) {
             int64_t arrivalStep = plan.messages[record.message].step;
             if (record.memberEnd <= relay.memberBegin ||
                 record.memberBegin >= relay.memberEnd || arrivalStep < step)
