@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -118,6 +119,18 @@ struct Case {
   }
 };
 
+/// `text` as a parallelism of `side`, or nothing when the presets refuse it
+/// for `model`.
+std::optional<Parallelism> parsed(const std::string &text, Side side,
+                                  const ModelConfig &model) {
+  llvm::Expected<Parallelism> result = parseParallelism(text, side, model);
+  if (!result) {
+    llvm::consumeError(result.takeError());
+    return std::nullopt;
+  }
+  return std::move(*result);
+}
+
 /// A refit the presets accept, drawn at random: a quarter of them serve on
 /// the training ranks, when a training layout of the serving size is drawn.
 Case drawCase(Draw &draw) {
@@ -127,21 +140,16 @@ Case drawCase(Draw &draw) {
     const ModelConfig *model = findModel(result.model);
     bool moe = model->numExperts > 0;
     result.gen = serving(draw, moe);
-    llvm::Expected<Parallelism> gen =
-        parseParallelism(result.gen, Side::Gen, *model);
-    if (!gen) {
-      llvm::consumeError(gen.takeError());
+    std::optional<Parallelism> gen = parsed(result.gen, Side::Gen, *model);
+    if (!gen)
       continue;
-    }
     bool colocate = draw.chance(25);
     for (int attempt = 0; attempt < (colocate ? 200 : 1); ++attempt) {
       result.train = training(draw, moe);
-      llvm::Expected<Parallelism> train =
-          parseParallelism(result.train, Side::Train, *model);
-      if (!train) {
-        llvm::consumeError(train.takeError());
+      std::optional<Parallelism> train =
+          parsed(result.train, Side::Train, *model);
+      if (!train)
         continue;
-      }
       if (colocate && train->worldSize() != gen->worldSize())
         continue;
       RefitOptions options;
