@@ -210,7 +210,7 @@ static int64_t pieceBytes(const Plan &plan, const TransferGroup &group,
 static bool isLarge(const Plan &plan, const TransferGroup &group,
                     const Slice &slice, const Limits &limits,
                     std::optional<std::pair<HeldBoxes, HeldBoxes>> &boxes) {
-  return !slice.isLocalCopy() && sliceBytes(group, slice) > limits.bucket &&
+  return !slice.isLocalCopy() &&
          sliceBytes(group, slice) >
              pieceBytes(plan, group, slice, limits, boxes);
 }
@@ -387,11 +387,11 @@ static Limits limitsOf(const FuseOptions &options) {
 }
 
 FuseStats plan::fuse(Plan &plan, const FuseOptions &options) {
-  int64_t bucket = bucketOf(options);
+  Limits limits = limitsOf(options);
   FuseStats stats;
   for (TransferGroup &group : plan.groups)
-    stats.splitSlices += splitLargeSlices(plan, group, limitsOf(options));
-  plan.messages = packMessages(plan, bucket);
+    stats.splitSlices += splitLargeSlices(plan, group, limits);
+  plan.messages = packMessages(plan, limits.bucket);
   // Steps are schedule()'s to assign again.
   plan.numSteps = 0;
   stats.messages = static_cast<int64_t>(plan.messages.size());
@@ -403,15 +403,15 @@ FuseStats plan::fuse(Plan &plan, const FuseOptions &options) {
 
 std::vector<Message> plan::fusedMessages(const Plan &plan,
                                          const FuseOptions &options) {
-  int64_t bucket = bucketOf(options);
+  Limits limits = limitsOf(options);
   bool splits = std::any_of(
       plan.groups.begin(), plan.groups.end(), [&](const TransferGroup &group) {
         std::optional<std::pair<HeldBoxes, HeldBoxes>> boxes;
-        return hasLargeSlices(plan, group, limitsOf(options), boxes);
+        return hasLargeSlices(plan, group, limits, boxes);
       });
   // Only splitting changes the plan, so only then is a copy needed.
   if (!splits)
-    return packMessages(plan, bucket);
+    return packMessages(plan, limits.bucket);
   Plan split = plan;
   fuse(split, options);
   return std::move(split.messages);
