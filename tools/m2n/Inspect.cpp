@@ -124,11 +124,7 @@ void printText(llvm::StringRef path, const m2n_plan_header_t &header,
 /// say what the links were.
 void printSteps(const LoadedPlan &plan) {
   Traffic traffic = trafficOf(plan);
-  uint64_t senders = 0, receivers = 0;
-  for (uint32_t rank = 0; rank < traffic.size; ++rank) {
-    senders += traffic.sendBytes[rank] > 0;
-    receivers += traffic.receiveBytes[rank] > 0;
-  }
+  uint32_t senders = traffic.senders, receivers = traffic.receivers;
   llvm::raw_ostream &os = llvm::outs();
   os << llvm::formatv("{0,6} {1,9} {2,14} {3,13} {4,14} {5,14} {6,7} {7,12} "
                       "{8,14}\n",

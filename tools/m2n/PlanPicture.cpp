@@ -467,11 +467,6 @@ std::string rankAndBytes(uint64_t messages, uint32_t rank, uint64_t bytes) {
 /// The table of steps, with the ranks that send (receive) anywhere in the
 /// plan but not in the step: a pipeline's fill and drain show as many.
 void writeStepTable(llvm::raw_ostream &os, const Traffic &traffic) {
-  uint64_t senders = 0, receivers = 0;
-  for (uint32_t rank = 0; rank < traffic.size; ++rank) {
-    senders += traffic.sendBytes[rank] > 0;
-    receivers += traffic.receiveBytes[rank] > 0;
-  }
   os << "<table>\n<thead><tr><th>step</th><th>messages</th><th>bytes</th>"
         "<th>largest message</th><th>busiest sender</th><th>its bytes</th>"
         "<th>busiest receiver</th><th>its bytes</th><th>idle senders</th>"
@@ -487,8 +482,8 @@ void writeStepTable(llvm::raw_ostream &os, const Traffic &traffic) {
        << rankAndBytes(step.messages, step.busiestReceiver,
                        step.busiestReceiverBytes)
        << llvm::formatv("<td>{0}</td><td>{1}</td></tr>\n",
-                        senders - step.sendingRanks,
-                        receivers - step.receivingRanks);
+                        traffic.senders - step.sendingRanks,
+                        traffic.receivers - step.receivingRanks);
   }
   os << "</tbody>\n</table>\n";
 }

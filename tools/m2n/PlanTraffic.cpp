@@ -123,6 +123,10 @@ Traffic trafficOf(const LoadedPlan &plan) {
     addMessage(message, traffic);
   for (uint64_t bytes : traffic.localCopyBytes)
     traffic.localCopyTotal += bytes;
+  for (uint32_t rank = 0; rank < traffic.size; ++rank) {
+    traffic.senders += traffic.sendBytes[rank] > 0;
+    traffic.receivers += traffic.receiveBytes[rank] > 0;
+  }
 
   llvm::stable_sort(messages, [](const Message &a, const Message &b) {
     return a.step < b.step;
@@ -161,6 +165,8 @@ Traffic inBlocks(const Traffic &traffic, uint32_t blockSize) {
   result.wireBytes = traffic.wireBytes;
   result.messageCount = traffic.messageCount;
   result.localCopyTotal = traffic.localCopyTotal;
+  result.senders = traffic.senders;
+  result.receivers = traffic.receivers;
   return result;
 }
 

@@ -54,6 +54,10 @@ struct Traffic {
   uint64_t wireBytes = 0;
   uint64_t messageCount = 0;
   uint64_t localCopyTotal = 0;
+  /// The ranks (not blocks) that send, and that receive, in any step: those
+  /// a step leaves idle are these less its own.
+  uint32_t senders = 0;
+  uint32_t receivers = 0;
 
   uint64_t pairBytes(uint32_t sender, uint32_t receiver) const {
     return bytes[uint64_t(sender) * size + receiver];
