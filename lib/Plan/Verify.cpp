@@ -147,7 +147,8 @@ private:
   bool compiled;
   std::vector<bool> groupValid;
   std::vector<GroupContext> contexts;
-  /// Valid parts of all messages, in message order.
+  /// Valid parts of all messages, in message order, until indexRecords
+  /// puts them in bySlice.
   std::vector<PartRecord> records;
   /// The same by slice, and within a slice by first member, once
   /// indexRecords has run.
@@ -604,6 +605,8 @@ void Verifier::indexRecords() {
   bySlice.sortEachSlice([](const PartRecord &a, const PartRecord &b) {
     return a.memberBegin < b.memberBegin;
   });
+  // A compiled plan has millions of parts: keep them once.
+  std::vector<PartRecord>().swap(records);
 }
 
 /// Every member of every remote slice travels in exactly one message. Empty
