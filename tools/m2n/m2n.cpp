@@ -18,6 +18,8 @@
 
 #include "Commands.h"
 
+#include "m2n/plan_format.h"
+#include "m2n/status.h"
 #include "m2n/transport.h"
 
 #include "m2n/Dialect/M2N/Transforms/Pipelines.h"
@@ -246,10 +248,26 @@ int runSpec() {
   return m2n::driver::generateSpec(options);
 }
 
+/// m2n's version, which is its runtime's, and the version of the plan format
+/// it writes; LLVM's version printer would give LLVM's.
+void printVersion(raw_ostream &os) {
+  int major, minor, patch;
+  m2n_version(&major, &minor, &patch);
+  os << "m2n " << major << "." << minor << "." << patch << "\n"
+     << "plan format " << M2N_PLAN_VERSION_MAJOR << "."
+     << M2N_PLAN_VERSION_MINOR << "\n";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  cl::SetVersionPrinter(printVersion);
+  // m2n's options all belong to its subcommands, so the top level holds only
+  // the options of the LLVM libraries linked in (targets, passes), which mean
+  // nothing to m2n: hidden, but for the generic --help and --version.
+  // Subcommands never see those options.
+  cl::HideUnrelatedOptions(ArrayRef<const cl::OptionCategory *>());
   cl::ParseCommandLineOptions(
       argc, argv,
       "m2n: generate refit specs; compile, inspect and run refit plans\n");
