@@ -1,6 +1,7 @@
 //===- Inspect.cpp - m2n inspect: what a plan file does -------------------===//
 
 #include "Commands.h"
+#include "HumanUnits.h"
 #include "PlanPicture.h"
 #include "PlanTraffic.h"
 
@@ -96,22 +97,24 @@ void printText(llvm::StringRef path, const m2n_plan_header_t &header,
   double ratio = header.lower_bound_ns
                      ? double(header.predicted_ns) / header.lower_bound_ns
                      : 1.0;
-  os << path << ": " << header.world_size << " ranks, "
-     << header.tensor_count << " tensors, " << header.step_count
-     << " steps, " << summary.messages.size() << " messages\n"
-     << "wire bytes " << header.wire_bytes << ", local copy bytes "
-     << header.local_copy_bytes << ", staging budget "
-     << header.staging_budget << " per rank\n"
-     << llvm::formatv("predicted {0:F1} us, lower bound {1:F1} us ({2:F2}x)\n",
-                      header.predicted_ns / 1e3, header.lower_bound_ns / 1e3,
-                      ratio)
-     << llvm::formatv("{0,6} {1,14} {2,14} {3,9} {4,14}\n", "rank",
-                      "send bytes", "receive bytes", "messages", "staging");
+  os << path << ": " << counted(header.world_size, "rank") << ", "
+     << counted(header.tensor_count, "tensor") << ", "
+     << counted(header.step_count, "step") << ", "
+     << counted(summary.messages.size(), "message") << "\n"
+     << humanBytes(header.wire_bytes) << " on the wire, "
+     << humanBytes(header.local_copy_bytes) << " copied locally, staging "
+     << "budget " << humanBytes(header.staging_budget) << " per rank\n"
+     << llvm::formatv("predicted {0}, lower bound {1} ({2:F2}x)\n",
+                      humanTime(header.predicted_ns),
+                      humanTime(header.lower_bound_ns), ratio)
+     << llvm::formatv("{0,6} {1,12} {2,12} {3,9} {4,12}\n", "rank", "sends",
+                      "receives", "messages", "staging");
   for (size_t rank = 0; rank < summary.ranks.size(); ++rank) {
     const RankInfo &info = summary.ranks[rank];
-    os << llvm::formatv("{0,6} {1,14} {2,14} {3,9} {4,14}\n", rank,
-                        info.sendBytes, info.receiveBytes, info.messages,
-                        info.stagingBytes);
+    os << llvm::formatv("{0,6} {1,12} {2,12} {3,9} {4,12}\n", rank,
+                        humanBytes(info.sendBytes),
+                        humanBytes(info.receiveBytes), info.messages,
+                        humanBytes(info.stagingBytes));
   }
 }
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanPicture.h"
+#include "HumanUnits.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -18,7 +19,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <iterator>
 
 namespace m2n::driver {
 namespace {
@@ -76,32 +76,6 @@ std::string escaped(llvm::StringRef text) {
   return out;
 }
 
-/// "512 B", "1.5 KiB", "3.0 GiB".
-std::string humanBytes(uint64_t bytes) {
-  if (bytes < 1024)
-    return llvm::formatv("{0} B", bytes);
-  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double value = bytes / 1024.0;
-  size_t unit = 0;
-  for (; value >= 1024 && unit + 1 < std::size(units); ++unit)
-    value /= 1024;
-  return llvm::formatv("{0:F1} {1}", value, units[unit]);
-}
-
-/// "12.5 us", "70.1 ms", "2.5 s".
-std::string humanTime(uint64_t nanoseconds) {
-  if (nanoseconds < 1000000)
-    return llvm::formatv("{0:F1} us", nanoseconds / 1e3);
-  if (nanoseconds < 1000000000)
-    return llvm::formatv("{0:F1} ms", nanoseconds / 1e6);
-  return llvm::formatv("{0:F1} s", nanoseconds / 1e9);
-}
-
-/// "1 message", "2 messages".
-std::string counted(uint64_t count, llvm::StringRef noun) {
-  return llvm::formatv("{0} {1}{2}", count, noun, count == 1 ? "" : "s");
-}
-
 /// The colour of `fraction` (0, 1] of the scale.
 std::string colourOf(double fraction) {
   double position = std::clamp(fraction, 0.0, 1.0) * (kRamp.size() - 1);
@@ -157,7 +131,7 @@ struct TitleLine {
   bool alarming = false;
 };
 
-/// "busiest sender: rank 3, 1.5 KiB, 2.00x the average of 4 senders".
+/// "busiest sender: rank 3, 1.50 KiB, 2.00x the average of 4 senders".
 TitleLine busiestLine(llvm::StringRef role,
                       const std::vector<uint64_t> &perRank) {
   Busiest busiest = busiestOf(perRank);

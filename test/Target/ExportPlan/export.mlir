@@ -34,13 +34,13 @@
 // CHECK-NEXT:   unpack staging +0 -> binding 0 +0: 1 run of 24 bytes
 // CHECK-NEXT:   unpack staging +24 -> binding 0 +24: 1 run of 24 bytes
 
-// SUMMARY:      3 ranks, 1 tensors, 1 steps, 3 messages
-// SUMMARY-NEXT: wire bytes 72, local copy bytes 24, staging budget 1073741824 per rank
-// SUMMARY-NEXT: predicted 40.0 us, lower bound 30.0 us (1.33x)
-// SUMMARY-NEXT:   rank     send bytes  receive bytes  messages        staging
-// SUMMARY-NEXT:      0             48              0         2             48
-// SUMMARY-NEXT:      1             24             24         1             48
-// SUMMARY-NEXT:      2              0             48         0             48
+// SUMMARY:      3 ranks, 1 tensor, 1 step, 3 messages
+// SUMMARY-NEXT: 72 B on the wire, 24 B copied locally, staging budget 1.00 GiB per rank
+// SUMMARY-NEXT: predicted 40.0 µs, lower bound 30.0 µs (1.33x)
+// SUMMARY-NEXT:   rank        sends     receives  messages      staging
+// SUMMARY-NEXT:      0         48 B          0 B         2         48 B
+// SUMMARY-NEXT:      1         24 B         24 B         1         48 B
+// SUMMARY-NEXT:      2          0 B         48 B         0         48 B
 
 // JSON:      "local_copy_bytes": 24,
 // JSON:      "messages": [
