@@ -42,11 +42,20 @@ TORCH_DTYPES = {
     "int32": "I32", "int": "I32", "uint32": "U32", "int64": "I64",
     "long": "I64", "uint64": "U64", "bool": "BOOL",
 }
+SHORT_DTYPES = {
+    "bf16": "BF16", "fp16": "F16", "fp32": "F32", "fp64": "F64",
+    "fp8_e4m3": "F8_E4M3", "fp8_e5m2": "F8_E5M2",
+}
+# Every spelling the spec format takes, lower-cased, as it ignores case;
+# "torch." goes before torch's names only.
+DTYPE_NAMES = {**{name.lower(): name for name in DTYPE_BYTES},
+               **TORCH_DTYPES, **SHORT_DTYPES,
+               **{"torch." + name: dtype
+                  for name, dtype in TORCH_DTYPES.items()}}
 
 
 def dtype_of(name):
-    name = name[len("torch."):] if name.startswith("torch.") else name
-    return name if name in DTYPE_BYTES else TORCH_DTYPES[name]
+    return DTYPE_NAMES[name.lower()]
 
 
 def placement_of(text):

@@ -25,9 +25,10 @@ llvm::Error error(const char *format, Args &&...args) {
       llvm::formatv(format, std::forward<Args>(args)...).str());
 }
 
+/// In any case: people write TP8 as often as tp8.
 std::optional<Axis> parseAxisName(StringRef name) {
   for (Axis axis : kAxes)
-    if (name == axisName(axis))
+    if (name.equals_insensitive(axisName(axis)))
       return axis;
   return std::nullopt;
 }

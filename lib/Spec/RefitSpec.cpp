@@ -387,7 +387,8 @@ static Error readDType(const json::Value &value, const Where &where,
   return fail(where, "unknown dtype " + quote(name) +
                          "; expected a safetensors name (" +
                          alternatives(names) +
-                         ") or a torch name such as \"bfloat16\"");
+                         "), a torch name such as \"bfloat16\" or a short "
+                         "name such as \"bf16\"");
 }
 
 

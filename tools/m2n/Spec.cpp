@@ -71,7 +71,8 @@ int generateSpec(const SpecOptions &options) {
   if (!dtype)
     return flagError("--dtype", options.dtype,
                      "unknown dtype (expected a safetensors name such as "
-                     "BF16 or a torch name such as bfloat16)");
+                     "BF16, a torch name such as bfloat16 or a short name "
+                     "such as bf16)");
   llvm::Expected<Parallelism> train =
       parseParallelism(options.train, Side::Train, *model);
   if (!train)

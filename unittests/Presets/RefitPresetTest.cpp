@@ -39,6 +39,20 @@ TEST(Parallelism, AxesKeepTheirOrder) {
   EXPECT_EQ(parsed->expertGroupSize(), 1);
 }
 
+TEST(Parallelism, AxisNamesIgnoreCase) {
+  llvm::Expected<Parallelism> parsed =
+      parseParallelism("Fsdp16,TP2", Side::Train);
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  ASSERT_EQ(parsed->axes.size(), 2u);
+  EXPECT_EQ(parsed->axes[0].axis, Axis::FSDP);
+  EXPECT_EQ(parsed->axes[1].axis, Axis::TP);
+  EXPECT_EQ(parsed->worldSize(), 32);
+  // The same axis in two cases is still one axis twice.
+  EXPECT_EQ(parseError("TP2,tp2", Side::Train), "tp appears twice");
+  EXPECT_EQ(parseError("dp2,FSDP4", Side::Gen),
+            "fsdp is a training axis; generation takes pp, dp, ep or tp");
+}
+
 TEST(Parallelism, ExpertGroupSpansTensorParallelism) {
   llvm::Expected<Parallelism> parsed = parseParallelism("ep16,tp8", Side::Gen);
   ASSERT_TRUE(bool(parsed));

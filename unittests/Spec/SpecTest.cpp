@@ -168,8 +168,27 @@ TEST(DType, TorchNames) {
     EXPECT_EQ(parseDType(name), type) << name;
 }
 
+TEST(DType, ShortNames) {
+  std::pair<const char *, DType> cases[] = {
+      {"bf16", DType::BF16},        {"fp16", DType::F16},
+      {"fp32", DType::F32},         {"fp64", DType::F64},
+      {"fp8_e4m3", DType::F8_E4M3}, {"fp8_e5m2", DType::F8_E5M2}};
+  for (auto [name, type] : cases)
+    EXPECT_EQ(parseDType(name), type) << name;
+}
+
+TEST(DType, IgnoresCase) {
+  std::pair<const char *, DType> cases[] = {
+      {"Bf16", DType::BF16},       {"FP32", DType::F32},
+      {"BFloat16", DType::BF16},   {"Torch.Half", DType::F16},
+      {"f8_e4m3", DType::F8_E4M3}, {"Bool", DType::BOOL}};
+  for (auto [name, type] : cases)
+    EXPECT_EQ(parseDType(name), type) << name;
+}
+
 TEST(DType, Rejects) {
-  for (const char *name : {"", "bf16", "BFloat16", "torch.BF16", "torch.",
+  // "torch." comes before torch's names only.
+  for (const char *name : {"", "torch.BF16", "torch.bf16", "torch.", "fp8",
                            "float8_e4m3fnuz", "complex64", " BF16"})
     EXPECT_EQ(parseDType(name), std::nullopt) << name;
 }
@@ -516,12 +535,14 @@ TEST(Reject, TensorStructure) {
 }
 
 TEST(Reject, DType) {
-  EXPECT_EQ(errorOf(tensorWith("dtype", "\"bf16\"")),
-            "spec.json: error: tensors[0] (\"w\"): dtype: unknown dtype "
-            "\"bf16\"; expected a safetensors name (\"BF16\", \"F16\", "
-            "\"F32\", \"F64\", \"F8_E4M3\", \"F8_E5M2\", \"I8\", \"U8\", "
-            "\"I16\", \"U16\", \"I32\", \"U32\", \"I64\", \"U64\" or \"BOOL\") "
-            "or a torch name such as \"bfloat16\"");
+  EXPECT_EQ(
+      errorOf(tensorWith("dtype", "\"fp8\"")),
+      "spec.json: error: tensors[0] (\"w\"): dtype: unknown dtype "
+      "\"fp8\"; expected a safetensors name (\"BF16\", \"F16\", "
+      "\"F32\", \"F64\", \"F8_E4M3\", \"F8_E5M2\", \"I8\", \"U8\", "
+      "\"I16\", \"U16\", \"I32\", \"U32\", \"I64\", \"U64\" or \"BOOL\"), "
+      "a torch name such as \"bfloat16\" or a short name such as "
+      "\"bf16\"");
   EXPECT_EQ(errorOf(tensorWith("dtype", "2")),
             "spec.json: error: tensors[0] (\"w\"): dtype: expected a string, "
             "got a number");

@@ -2,7 +2,9 @@
 //
 // The element types a refit spec may name. The canonical spelling is the one
 // safetensors files use; torch's dtype names are accepted as aliases so that
-// specs can be written straight from a torch state dict.
+// specs can be written straight from a torch state dict, and so are the short
+// names of engines' command lines (bf16, fp32), which m2n spec --dtype takes
+// through the same parser.
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,8 +70,9 @@ inline int64_t dtypeByteSize(DType type) {
   llvm_unreachable("unknown dtype");
 }
 
-/// A safetensors name ("BF16") or a torch name with or without its "torch."
-/// prefix ("bfloat16", "torch.half"). Names are case-sensitive.
+/// A safetensors name ("BF16"), a torch name with or without its "torch."
+/// prefix ("bfloat16", "torch.half"), or a short name ("bf16", "fp32"),
+/// ignoring case.
 std::optional<DType> parseDType(llvm::StringRef name);
 
 } // namespace m2n
