@@ -12,7 +12,10 @@
 
 #include "m2n/Plan/Fuse.h"
 
+#include "SliceRoots.h"
+
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
 #include <numeric>
@@ -78,6 +81,8 @@ struct PairSlice {
   int32_t group = 0;
   int32_t slice = 0;
   int64_t bytes = 0;
+  /// Where the slice's root comes among its sender's (see rootKeys).
+  int64_t rootKey = 0;
 
   bool samePair(const PairSlice &other) const {
     return round == other.round && sender == other.sender &&
@@ -109,6 +114,34 @@ private:
   std::vector<std::optional<std::pair<HeldBoxes, HeldBoxes>>> groups;
 };
 } // namespace
+
+/// Sets each slice's rootKey when the plan forwards anything, and says
+/// whether it does. A sender's forwards go root after root, so that each of
+/// its messages passes on bytes of few of the source side's messages; and
+/// each sender starts at another root (its rank modulo the roots it has,
+/// onwards), so that the source side feeds every sender's first forwards at
+/// once, not one root all of them.
+static bool setRootKeys(const Plan &plan, std::vector<PairSlice> &slices) {
+  std::vector<std::vector<int64_t>> roots = sliceRoots(plan);
+  if (llvm::all_of(roots, [](const auto &group) { return group.empty(); }))
+    return false;
+  llvm::DenseMap<int64_t, std::vector<int64_t>> rootsOf;
+  for (PairSlice &entry : slices) {
+    entry.rootKey = rootOf(roots, plan, entry.group, entry.slice);
+    rootsOf[entry.sender].push_back(entry.rootKey);
+  }
+  for (auto &[sender, list] : rootsOf) {
+    llvm::sort(list);
+    list.erase(llvm::unique(list), list.end());
+  }
+  for (PairSlice &entry : slices) {
+    const std::vector<int64_t> &list = rootsOf[entry.sender];
+    int64_t count = static_cast<int64_t>(list.size());
+    int64_t index = llvm::lower_bound(list, entry.rootKey) - list.begin();
+    entry.rootKey = (index + count - entry.sender % count) % count;
+  }
+  return true;
+}
 
 /// Every remote slice of the plan, ordered by (round, sender, receiver) and
 /// then in plan order (group, then slice): the order fuse packs them in.
@@ -157,6 +190,16 @@ static std::vector<PairSlice> remoteSlicesByPair(const Plan &plan) {
   std::vector<PairSlice> result(slices.size());
   for (size_t i = 0; i < slices.size(); ++i)
     result[next[pairOf[i]]++] = slices[i];
+  if (setRootKeys(plan, result))
+    for (size_t begin = 0, end; begin < result.size(); begin = end) {
+      for (end = begin + 1;
+           end < result.size() && result[begin].samePair(result[end]);)
+        ++end;
+      std::stable_sort(result.begin() + begin, result.begin() + end,
+                       [](const PairSlice &a, const PairSlice &b) {
+                         return a.rootKey < b.rootKey;
+                       });
+    }
   return result;
 }
 
