@@ -266,6 +266,28 @@ public:
     return balance(message, first, last);
   }
 
+  /// Takes the message into `step` when each end is idle there or stays
+  /// within `limit` seconds with it, and staging has room; else leaves it
+  /// and returns false. Opens steps up to `step` as needed.
+  bool takeWithin(const Message &message, size_t step, double limit) {
+    if (step >= numSteps)
+      open(static_cast<int64_t>(step + 1 - numSteps));
+    int64_t bytes = stagingOf(message);
+    auto [from, to] = slots(message);
+    double seconds =
+        model->messageSeconds(message.sender, message.receiver, message.bytes);
+    auto within = [&](double busy) {
+      return busy == 0 || busy + seconds <= limit;
+    };
+    if (!within(sendSeconds[from * capacity + step]) ||
+        !within(receiveSeconds[to * capacity + step]) ||
+        !fits(staging[from * capacity + step], staging[to * capacity + step],
+              message, bytes))
+      return false;
+    take(step, message, bytes);
+    return true;
+  }
+
   /// Sets the seconds each rank may work in a step at no cost, `seconds`:
   /// the busiest rank's work over the steps, which its steps take in any
   /// case. Of it, each rank's eager share is the part that messages others
@@ -693,6 +715,135 @@ static Schedule placeMessages(
   return placement;
 }
 
+namespace {
+/// What a list schedule needs of the plan's dependencies: the messages
+/// waiting on each message, how many each waits for, and the order in which
+/// ready messages are taken.
+struct ListOrder {
+  /// Message m's dependents are dependents[start[m], start[m + 1]).
+  std::vector<size_t> start;
+  std::vector<uint32_t> dependents;
+  std::vector<uint32_t> inputs;
+  /// Per message, its place in the order: lower goes first.
+  std::vector<uint32_t> position;
+
+  ListOrder(const Plan &plan, const Dependencies &dependencies,
+            const std::map<int64_t, std::vector<size_t>> &byRound,
+            const std::vector<int64_t> &rounds,
+            const std::vector<int64_t> &chains) {
+    size_t count = plan.messages.size();
+    start.assign(count + 1, 0);
+    inputs.assign(count, 0);
+    for (size_t m = 0; m < count; ++m)
+      for (uint32_t input : dependencies.of(m)) {
+        ++start[input + 1];
+        ++inputs[m];
+      }
+    for (size_t m = 0; m < count; ++m)
+      start[m + 1] += start[m];
+    dependents.resize(start[count]);
+    std::vector<size_t> next(start.begin(), start.end() - 1);
+    for (size_t m = 0; m < count; ++m)
+      for (uint32_t input : dependencies.of(m))
+        dependents[next[input]++] = static_cast<uint32_t>(m);
+
+    std::vector<uint32_t> need = neededAt(plan, byRound, rounds);
+    // Longest chains first: they decide how late the last forward arrives.
+    // Among equals, what is needed first, and then each sender starts at
+    // another receiver (the next one after it, onwards), so that not every
+    // sender's first message goes to the lowest receiver.
+    int64_t world = std::max<int64_t>(1, plan.worldSize());
+    auto key = [&](uint32_t m) {
+      const Message &message = plan.messages[m];
+      int64_t turn =
+          ((message.receiver - message.sender) % world + world) % world;
+      return std::make_tuple(-chains[m], need[m], turn, -message.bytes, m);
+    };
+    std::vector<uint32_t> order(count);
+    std::iota(order.begin(), order.end(), 0);
+    llvm::sort(order, [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    position.resize(count);
+    for (size_t i = 0; i < count; ++i)
+      position[order[i]] = static_cast<uint32_t>(i);
+  }
+
+private:
+  /// How early each message is needed: one that nothing waits on, as its
+  /// place among the messages of its pair and round (fuse packs a pair's
+  /// forwards root after root, so the first carry what the source side
+  /// sends first); one that others wait on, as the earliest of them. The
+  /// source side then feeds every pair's first forwards first, rather than
+  /// one pair's all, and the forwards start on every rank at once.
+  std::vector<uint32_t>
+  neededAt(const Plan &plan,
+           const std::map<int64_t, std::vector<size_t>> &byRound,
+           const std::vector<int64_t> &rounds) const {
+    llvm::DenseMap<std::tuple<int64_t, int64_t, int64_t>, uint32_t> sent;
+    std::vector<uint32_t> need(plan.messages.size());
+    for (size_t m = 0; m < plan.messages.size(); ++m) {
+      const Message &message = plan.messages[m];
+      need[m] = sent[{rounds[m], message.sender, message.receiver}]++;
+    }
+    for (auto round = byRound.rbegin(); round != byRound.rend(); ++round)
+      for (size_t m : round->second)
+        for (size_t i = start[m]; i < start[m + 1]; ++i)
+          need[m] = std::min(need[m], need[dependents[i]]);
+    return need;
+  }
+};
+} // namespace
+
+/// With a model, a list schedule: step by step, the messages whose inputs
+/// all arrived in earlier steps go, in `order`, into the step while their
+/// ends stay within the share (the busiest rank's work over `planned`
+/// steps); the rest wait for the next step. A forward then goes as soon as
+/// what it passes on has arrived and its ranks have room, and the source
+/// side's sends, the forwards and the direct messages overlap.
+static Schedule listSchedule(const Plan &plan, const ListOrder &order,
+                             int64_t budget, const CostModel &model,
+                             int64_t planned, double busiest) {
+  size_t count = plan.messages.size();
+  std::vector<size_t> all(count);
+  std::iota(all.begin(), all.end(), 0);
+  StepLoads loads(plan, all, budget, &model);
+  double share = busiest / static_cast<double>(planned);
+  std::vector<uint32_t> inputs = order.inputs;
+  auto before = [&](uint32_t a, uint32_t b) {
+    return order.position[a] < order.position[b];
+  };
+  std::vector<uint32_t> ready, waiting, arrived;
+  for (size_t m = 0; m < count; ++m)
+    if (inputs[m] == 0)
+      ready.push_back(static_cast<uint32_t>(m));
+  llvm::sort(ready, before);
+  Schedule placement;
+  placement.steps.assign(count, 0);
+  // Every step places a message at least: the first ready one finds its
+  // ends idle, and fits the staging budget alone (schedule() checks).
+  for (size_t step = 0; !ready.empty(); ++step) {
+    waiting.clear();
+    arrived.clear();
+    for (uint32_t m : ready) {
+      if (!loads.takeWithin(plan.messages[m], step, share)) {
+        waiting.push_back(m);
+        continue;
+      }
+      placement.steps[m] = static_cast<int64_t>(step);
+      for (size_t i = order.start[m]; i < order.start[m + 1]; ++i)
+        if (--inputs[order.dependents[i]] == 0)
+          arrived.push_back(order.dependents[i]);
+    }
+    llvm::sort(arrived, before);
+    ready.clear();
+    std::merge(waiting.begin(), waiting.end(), arrived.begin(), arrived.end(),
+               std::back_inserter(ready), before);
+  }
+  placement.count = loads.steps();
+  placement.stagingPeak = loads.peak();
+  placement.seconds = loads.seconds();
+  return placement;
+}
+
 /// With a model, rounds one after another, as a plan of chains pipelined
 /// in chunks may still fit best: each round in the fewest steps its
 /// staging allows, its messages largest first where they add least.
@@ -748,26 +899,37 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   }
   double busiest = busiestWork(plan, model);
   std::optional<Schedule> best;
+  auto keep = [&](Schedule schedule) {
+    if (!best || schedule.seconds < best->seconds)
+      best = std::move(schedule);
+  };
+  std::vector<int64_t> counts =
+      stepCounts(model, *llvm::max_element(chains), busiest);
   // Placing a message looks at every step of its window: the counts tried
   // stop when they would take more than a few seconds of a compile.
   constexpr double kMostPlacements = 5e7;
   double placements = 0;
-  for (int64_t count :
-       stepCounts(model, *llvm::max_element(chains), busiest)) {
+  for (int64_t count : counts) {
     placements += static_cast<double>(plan.messages.size()) *
                   static_cast<double>(count);
     if (best && placements > kMostPlacements)
       break;
-    Schedule placement =
-        placeMessages(plan, byRound, dependencies ? &*dependencies : nullptr,
-                      chains, budget, model, count, busiest);
-    if (!best || placement.seconds < best->seconds)
-      best = std::move(placement);
+    keep(placeMessages(plan, byRound, dependencies ? &*dependencies : nullptr,
+                       chains, budget, model, count, busiest));
   }
   if (dependencies) {
-    Schedule lockstep = lockstepRounds(plan, byRound, budget, model);
-    if (lockstep.seconds < best->seconds)
-      best = std::move(lockstep);
+    keep(lockstepRounds(plan, byRound, budget, model));
+    // A list schedule looks at every ready message in every step, about as
+    // many looks as placing them in a window of that many steps.
+    ListOrder order(plan, *dependencies, byRound, rounds, chains);
+    placements = 0;
+    for (int64_t count : counts) {
+      placements += static_cast<double>(plan.messages.size()) *
+                    static_cast<double>(count);
+      if (placements > kMostPlacements)
+        break;
+      keep(listSchedule(plan, order, budget, model, count, busiest));
+    }
   }
   // A step left empty costs its overhead and moves nothing.
   std::vector<int64_t> renumbered(best->count, -1);
