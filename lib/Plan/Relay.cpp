@@ -41,6 +41,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 using namespace m2n;
@@ -167,6 +168,12 @@ struct Loads {
                     double scale) {
     for (const Region::Transfer &transfer : region.transfers)
       add(model, transfer.sender, transfer.receiver, transfer.bytes, scale);
+  }
+
+  /// The busiest rank's seconds, over all ranks.
+  double busiest() const {
+    return std::max(send.empty() ? 0 : *llvm::max_element(send),
+                    receive.empty() ? 0 : *llvm::max_element(receive));
   }
 
   double busiest(llvm::ArrayRef<int64_t> ranks) const {
@@ -1129,6 +1136,87 @@ static int32_t roundsUsed(const Plan &plan) {
   return rounds;
 }
 
+namespace {
+/// How one region travels: along a tree, by an exchange, or (neither) as
+/// it is.
+struct Decision {
+  std::optional<Tree> tree;
+  std::optional<Exchange> exchange;
+};
+} // namespace
+
+/// Decides `regions` in order, each on the loads that the ones before left,
+/// which `loads` holds at the end. When `preferExchange`, a region that can
+/// be exchanged is, whatever its own ranks' estimate says.
+static std::vector<Decision> decideInOrder(const std::vector<Region> &regions,
+                                           Loads &loads, const CostModel &model,
+                                           const RelayOptions &options,
+                                           bool preferExchange) {
+  std::vector<Decision> decisions(regions.size());
+  for (size_t r = 0; r < regions.size(); ++r) {
+    const Region &region = regions[r];
+    std::vector<int64_t> direct = region.receivers;
+    for (const Region::Transfer &transfer : region.transfers)
+      direct.push_back(transfer.sender);
+    double directSeconds =
+        loads.busiest(direct) + model.getTopology().latencySeconds;
+    loads.addTransfers(model, region, -1);
+    std::optional<Tree> tree =
+        chooseTree(region, loads, model, options, directSeconds);
+    std::optional<Exchange> exchange =
+        planExchange(region, loads, model, options);
+    // An exchange that leaves the busiest rank as busy as a direct send
+    // still wins: each byte then leaves the source side once, which leaves
+    // the source side's links free for what only they can send.
+    bool exchanged =
+        exchange && (preferExchange || exchange->seconds <= directSeconds) &&
+        (!tree || exchange->seconds <= tree->seconds);
+    if (exchanged) {
+      for (size_t p = 0; p < exchange->parts.size(); ++p) {
+        int64_t bytes = exchange->bytes[p];
+        loads.add(model, exchange->holders[p], exchange->owners[p], bytes, 1);
+        for (const Exchange::Hop &hop : exchange->hops[p])
+          loads.add(model, hop.sender, hop.receiver, bytes, 1);
+      }
+      decisions[r].exchange = std::move(exchange);
+    } else if (tree) {
+      double stretch = static_cast<double>(tree->rounds) / tree->numChunks;
+      for (size_t i = 0; i < tree->order.size(); ++i)
+        loads.add(model, tree->parent(i), tree->order[i], region.bytes,
+                  stretch);
+      decisions[r].tree = std::move(tree);
+    } else {
+      loads.addTransfers(model, region, 1);
+    }
+  }
+  return decisions;
+}
+
+/// How every region travels. Each is decided on its own ranks' estimate,
+/// but where ranks both send and receive much (colocated sides, above
+/// all), exchanging one region leaves its ranks as busy as before, since
+/// their other direction carries the regions not yet decided, and every
+/// region stays direct although exchanging all of them would halve the
+/// busiest rank's time. So the regions are also decided preferring
+/// exchanges, and whichever leaves the plan's busiest rank less busy is
+/// kept; `loads` ends with its traffic.
+static std::vector<Decision> decideRegions(const std::vector<Region> &regions,
+                                           Loads &loads, const CostModel &model,
+                                           const RelayOptions &options) {
+  Loads preferring = loads;
+  std::vector<Decision> decisions =
+      decideInOrder(regions, loads, model, options, false);
+  if (!options.exchange)
+    return decisions;
+  std::vector<Decision> exchanges =
+      decideInOrder(regions, preferring, model, options, true);
+  if (preferring.busiest() < loads.busiest() * (1 - 1e-9)) {
+    loads = std::move(preferring);
+    return exchanges;
+  }
+  return decisions;
+}
+
 RelayStats plan::relay(Plan &plan, const CostModel &model,
                        const RelayOptions &options) {
   RelayStats stats;
@@ -1183,40 +1271,17 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
       return saving(a) > saving(b);
     });
 
-    for (const Region &region : regions) {
-      std::vector<int64_t> direct = region.receivers;
-      for (const Region::Transfer &transfer : region.transfers)
-        direct.push_back(transfer.sender);
-      double directSeconds =
-          loads.busiest(direct) + model.getTopology().latencySeconds;
-      loads.addTransfers(model, region, -1);
-      std::optional<Tree> tree =
-          chooseTree(region, loads, model, options, directSeconds);
-      std::optional<Exchange> exchange =
-          planExchange(region, loads, model, options);
-      // An exchange that leaves the busiest rank as busy as a direct send
-      // still wins: each byte then leaves the source side once, which
-      // leaves the source side's links free for what only they can send.
-      bool exchanged = exchange && exchange->seconds <= directSeconds &&
-                       (!tree || exchange->seconds <= tree->seconds);
-      if (exchanged) {
-        for (size_t p = 0; p < exchange->parts.size(); ++p) {
-          int64_t bytes = exchange->bytes[p];
-          loads.add(model, exchange->holders[p], exchange->owners[p], bytes, 1);
-          for (const Exchange::Hop &hop : exchange->hops[p])
-            loads.add(model, hop.sender, hop.receiver, bytes, 1);
-        }
-        addExchangeSlices(*exchange, added[region.group]);
-      } else if (tree) {
-        double stretch = static_cast<double>(tree->rounds) / tree->numChunks;
-        for (size_t i = 0; i < tree->order.size(); ++i)
-          loads.add(model, tree->parent(i), tree->order[i], region.bytes,
-                    stretch);
-        addTreeSlices(region, *tree, added[region.group]);
-      } else {
-        loads.addTransfers(model, region, 1);
+    std::vector<Decision> decisions =
+        decideRegions(regions, loads, model, options);
+    for (size_t r = 0; r < regions.size(); ++r) {
+      const Region &region = regions[r];
+      const Decision &decision = decisions[r];
+      if (decision.exchange)
+        addExchangeSlices(*decision.exchange, added[region.group]);
+      else if (decision.tree)
+        addTreeSlices(region, *decision.tree, added[region.group]);
+      else
         continue;
-      }
       replace(region);
     }
 
