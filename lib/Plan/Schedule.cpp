@@ -218,9 +218,9 @@ public:
     const int64_t *received = &staging[to * capacity];
     for (size_t step = 0; step < numSteps; ++step)
       if (fits(sent[step], received[step], message, bytes))
-        return take(step, message, bytes);
+        return take(step, message);
     open(1);
-    return take(numSteps - 1, message, bytes);
+    return take(numSteps - 1, message);
   }
 
   /// Places a message in the step of [first, last] with room where its ends
@@ -241,7 +241,7 @@ public:
       open(1);
       best = numSteps - 1;
     }
-    return take(*best, message, stagingOf(message));
+    return take(*best, message);
   }
 
   /// Places a message that others wait on in the earliest step of [first,
@@ -262,31 +262,57 @@ public:
           within(receiveSeconds[to * capacity + step], eagerReceive[to]) &&
           fits(staging[from * capacity + step], staging[to * capacity + step],
                message, bytes))
-        return take(step, message, bytes);
+        return take(step, message);
     return balance(message, first, last);
+  }
+
+  /// What placing a message reads of it, worked out once: a list schedule
+  /// looks at each waiting message again in every step.
+  struct Footprint {
+    size_t from, to;
+    double seconds;
+    int64_t bytes;
+    bool self;
+  };
+  Footprint footprint(const Message &message) const {
+    auto [from, to] = slots(message);
+    double seconds = model ? model->messageSeconds(message.sender,
+                                                   message.receiver,
+                                                   message.bytes)
+                           : 0;
+    return {from, to, seconds, stagingOf(message),
+            message.sender == message.receiver};
   }
 
   /// Takes the message into `step` when each end is idle there or stays
   /// within `limit` seconds with it, and staging has room; else leaves it
   /// and returns false. Opens steps up to `step` as needed.
-  bool takeWithin(const Message &message, size_t step, double limit) {
+  bool takeWithin(const Footprint &message, size_t step, double limit) {
     if (step >= numSteps)
       open(static_cast<int64_t>(step + 1 - numSteps));
-    int64_t bytes = stagingOf(message);
-    auto [from, to] = slots(message);
-    double seconds =
-        model->messageSeconds(message.sender, message.receiver, message.bytes);
     auto within = [&](double busy) {
-      return busy == 0 || busy + seconds <= limit;
+      return busy == 0 || busy + message.seconds <= limit;
     };
-    if (!within(sendSeconds[from * capacity + step]) ||
-        !within(receiveSeconds[to * capacity + step]) ||
-        !fits(staging[from * capacity + step], staging[to * capacity + step],
-              message, bytes))
+    if (!within(sendSeconds[message.from * capacity + step]) ||
+        !within(receiveSeconds[message.to * capacity + step]) ||
+        !fits(staging[message.from * capacity + step],
+              staging[message.to * capacity + step], message.bytes,
+              message.self))
       return false;
-    take(step, message, bytes);
+    take(step, message);
     return true;
   }
+
+  /// Whether a rank's sends (or receives) in `step`, which it has opened,
+  /// already leave no room within `limit` for a message of `seconds`.
+  bool sendsFull(size_t slot, size_t step, double limit, double seconds) const {
+    return full(sendSeconds[slot * capacity + step], limit, seconds);
+  }
+  bool receivesFull(size_t slot, size_t step, double limit,
+                    double seconds) const {
+    return full(receiveSeconds[slot * capacity + step], limit, seconds);
+  }
+  size_t slotCount() const { return ranks.size(); }
 
   /// Sets the seconds each rank may work in a step at no cost, `seconds`:
   /// the busiest rank's work over the steps, which its steps take in any
@@ -427,30 +453,37 @@ private:
             static_cast<size_t>(index.find(message.receiver))};
   }
 
+  static bool full(double busy, double limit, double seconds) {
+    return busy > 0 && busy + seconds > limit;
+  }
+
   bool fits(int64_t sent, int64_t received, const Message &message,
             int64_t bytes) const {
+    return fits(sent, received, bytes, message.sender == message.receiver);
+  }
+  bool fits(int64_t sent, int64_t received, int64_t bytes, bool self) const {
     if (bytes == 0)
       return true;
     // A message to oneself would be staged on both sides of the one rank.
-    if (message.sender == message.receiver)
+    if (self)
       return sent + 2 * bytes <= budget;
     return sent + bytes <= budget && received + bytes <= budget;
   }
 
-  int64_t take(size_t step, const Message &message, int64_t bytes) {
-    auto [from, to] = slots(message);
-    for (size_t slot : {from, to}) {
+  int64_t take(size_t step, const Message &message) {
+    return take(step, footprint(message));
+  }
+  int64_t take(size_t step, const Footprint &message) {
+    for (size_t slot : {message.from, message.to}) {
       int64_t &rankBytes = staging[slot * capacity + step];
-      rankBytes += bytes;
+      rankBytes += message.bytes;
       peakBytes = std::max(peakBytes, rankBytes);
     }
     if (model) {
-      double seconds = model->messageSeconds(message.sender, message.receiver,
-                                             message.bytes);
-      double &sending = sendSeconds[from * capacity + step];
-      double &receiving = receiveSeconds[to * capacity + step];
-      sending += seconds;
-      receiving += seconds;
+      double &sending = sendSeconds[message.from * capacity + step];
+      double &receiving = receiveSeconds[message.to * capacity + step];
+      sending += message.seconds;
+      receiving += message.seconds;
       longest[step] = std::max({longest[step], sending, receiving});
     }
     return static_cast<int64_t>(step);
@@ -720,38 +753,28 @@ namespace {
 /// waiting on each message, how many each waits for, and the order in which
 /// ready messages are taken.
 struct ListOrder {
-  /// Message m's dependents are dependents[start[m], start[m + 1]).
+  /// The message at each place in the order: lower places go first. The
+  /// rest is by place too, so that a list schedule, which reads the ready
+  /// messages in order, reads these tables in order.
+  std::vector<uint32_t> messageAt;
+  /// The places of the messages waiting on place p are
+  /// dependents[start[p], start[p + 1]).
   std::vector<size_t> start;
   std::vector<uint32_t> dependents;
+  /// How many messages the message at each place waits on.
   std::vector<uint32_t> inputs;
-  /// Per message, its place in the order: lower goes first.
-  std::vector<uint32_t> position;
 
   ListOrder(const Plan &plan, const Dependencies &dependencies,
             const std::map<int64_t, std::vector<size_t>> &byRound,
             const std::vector<int64_t> &rounds,
             const std::vector<int64_t> &chains) {
     size_t count = plan.messages.size();
-    start.assign(count + 1, 0);
-    inputs.assign(count, 0);
-    for (size_t m = 0; m < count; ++m)
-      for (uint32_t input : dependencies.of(m)) {
-        ++start[input + 1];
-        ++inputs[m];
-      }
-    for (size_t m = 0; m < count; ++m)
-      start[m + 1] += start[m];
-    dependents.resize(start[count]);
-    std::vector<size_t> next(start.begin(), start.end() - 1);
-    for (size_t m = 0; m < count; ++m)
-      for (uint32_t input : dependencies.of(m))
-        dependents[next[input]++] = static_cast<uint32_t>(m);
-
-    std::vector<uint32_t> need = neededAt(plan, byRound, rounds);
+    std::vector<uint32_t> need = neededAt(plan, dependencies, byRound, rounds);
     // Longest chains first: they decide how late the last forward arrives.
     // Among equals, what is needed first, and then each sender starts at
     // another receiver (the next one after it, onwards), so that not every
-    // sender's first message goes to the lowest receiver.
+    // sender's first message goes to the lowest receiver; then the largest,
+    // which pack worst.
     int64_t world = std::max<int64_t>(1, plan.worldSize());
     auto key = [&](uint32_t m) {
       const Message &message = plan.messages[m];
@@ -759,12 +782,28 @@ struct ListOrder {
           ((message.receiver - message.sender) % world + world) % world;
       return std::make_tuple(-chains[m], need[m], turn, -message.bytes, m);
     };
-    std::vector<uint32_t> order(count);
-    std::iota(order.begin(), order.end(), 0);
-    llvm::sort(order, [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
-    position.resize(count);
-    for (size_t i = 0; i < count; ++i)
-      position[order[i]] = static_cast<uint32_t>(i);
+    messageAt.resize(count);
+    std::iota(messageAt.begin(), messageAt.end(), 0);
+    llvm::sort(messageAt,
+               [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    std::vector<uint32_t> placeOf(count);
+    for (size_t p = 0; p < count; ++p)
+      placeOf[messageAt[p]] = static_cast<uint32_t>(p);
+
+    start.assign(count + 1, 0);
+    inputs.assign(count, 0);
+    for (size_t m = 0; m < count; ++m)
+      for (uint32_t input : dependencies.of(m)) {
+        ++start[placeOf[input] + 1];
+        ++inputs[placeOf[m]];
+      }
+    for (size_t p = 0; p < count; ++p)
+      start[p + 1] += start[p];
+    dependents.resize(start[count]);
+    std::vector<size_t> next(start.begin(), start.end() - 1);
+    for (size_t m = 0; m < count; ++m)
+      for (uint32_t input : dependencies.of(m))
+        dependents[next[placeOf[input]]++] = placeOf[m];
   }
 
 private:
@@ -774,20 +813,22 @@ private:
   /// sends first); one that others wait on, as the earliest of them. The
   /// source side then feeds every pair's first forwards first, rather than
   /// one pair's all, and the forwards start on every rank at once.
-  std::vector<uint32_t>
-  neededAt(const Plan &plan,
+  static std::vector<uint32_t>
+  neededAt(const Plan &plan, const Dependencies &dependencies,
            const std::map<int64_t, std::vector<size_t>> &byRound,
-           const std::vector<int64_t> &rounds) const {
+           const std::vector<int64_t> &rounds) {
     llvm::DenseMap<std::tuple<int64_t, int64_t, int64_t>, uint32_t> sent;
     std::vector<uint32_t> need(plan.messages.size());
     for (size_t m = 0; m < plan.messages.size(); ++m) {
       const Message &message = plan.messages[m];
       need[m] = sent[{rounds[m], message.sender, message.receiver}]++;
     }
+    // A message's inputs come in earlier rounds, so going through the
+    // rounds from the last passes each need on before it is read.
     for (auto round = byRound.rbegin(); round != byRound.rend(); ++round)
       for (size_t m : round->second)
-        for (size_t i = start[m]; i < start[m + 1]; ++i)
-          need[m] = std::min(need[m], need[dependents[i]]);
+        for (uint32_t input : dependencies.of(m))
+          need[input] = std::min(need[input], need[m]);
     return need;
   }
 };
@@ -808,14 +849,22 @@ static Schedule listSchedule(const Plan &plan, const ListOrder &order,
   StepLoads loads(plan, all, budget, &model);
   double share = busiest / static_cast<double>(planned);
   std::vector<uint32_t> inputs = order.inputs;
-  auto before = [&](uint32_t a, uint32_t b) {
-    return order.position[a] < order.position[b];
-  };
+  // Everything by place in the order, as ListOrder keeps it.
+  std::vector<StepLoads::Footprint> footprints;
+  footprints.reserve(count);
+  double smallest = std::numeric_limits<double>::infinity();
+  for (uint32_t m : order.messageAt) {
+    footprints.push_back(loads.footprint(plan.messages[m]));
+    smallest = std::min(smallest, footprints.back().seconds);
+  }
+  // The ranks that no message fits in this step any more, by step + 1:
+  // most waiting messages wait on those, and are passed over at a glance.
+  std::vector<size_t> sendsFull(loads.slotCount(), 0),
+      receivesFull(loads.slotCount(), 0);
   std::vector<uint32_t> ready, waiting, arrived;
-  for (size_t m = 0; m < count; ++m)
-    if (inputs[m] == 0)
-      ready.push_back(static_cast<uint32_t>(m));
-  llvm::sort(ready, before);
+  for (size_t p = 0; p < count; ++p)
+    if (inputs[p] == 0)
+      ready.push_back(static_cast<uint32_t>(p));
   Schedule placement;
   placement.steps.assign(count, 0);
   // Every step places a message at least: the first ready one finds its
@@ -823,20 +872,27 @@ static Schedule listSchedule(const Plan &plan, const ListOrder &order,
   for (size_t step = 0; !ready.empty(); ++step) {
     waiting.clear();
     arrived.clear();
-    for (uint32_t m : ready) {
-      if (!loads.takeWithin(plan.messages[m], step, share)) {
-        waiting.push_back(m);
+    for (uint32_t p : ready) {
+      const StepLoads::Footprint &message = footprints[p];
+      if (sendsFull[message.from] == step + 1 ||
+          receivesFull[message.to] == step + 1 ||
+          !loads.takeWithin(message, step, share)) {
+        if (loads.sendsFull(message.from, step, share, smallest))
+          sendsFull[message.from] = step + 1;
+        if (loads.receivesFull(message.to, step, share, smallest))
+          receivesFull[message.to] = step + 1;
+        waiting.push_back(p);
         continue;
       }
-      placement.steps[m] = static_cast<int64_t>(step);
-      for (size_t i = order.start[m]; i < order.start[m + 1]; ++i)
+      placement.steps[order.messageAt[p]] = static_cast<int64_t>(step);
+      for (size_t i = order.start[p]; i < order.start[p + 1]; ++i)
         if (--inputs[order.dependents[i]] == 0)
           arrived.push_back(order.dependents[i]);
     }
-    llvm::sort(arrived, before);
+    llvm::sort(arrived);
     ready.clear();
     std::merge(waiting.begin(), waiting.end(), arrived.begin(), arrived.end(),
-               std::back_inserter(ready), before);
+               std::back_inserter(ready));
   }
   placement.count = loads.steps();
   placement.stagingPeak = loads.peak();
@@ -884,18 +940,18 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
              const CostModel &model, ScheduleStats &stats) {
   if (plan.messages.empty())
     return 0;
-  std::optional<Dependencies> dependencies;
+  Dependencies dependencies(plan);
+  bool forwards = byRound.size() > 1;
   std::vector<int64_t> chains(plan.messages.size(), 1);
-  if (byRound.size() > 1) {
-    dependencies.emplace(plan);
+  if (forwards) {
     for (size_t m = 0; m < plan.messages.size(); ++m)
-      for (uint32_t input : dependencies->of(m))
+      for (uint32_t input : dependencies.of(m))
         if (rounds[input] >= rounds[m])
           return llvm::createStringError(llvm::formatv(
               "{0} forwards bytes that reach its sender only in round {1}, "
               "not before its own round {2}",
               describe(plan, plan.messages[m]), rounds[input], rounds[m]));
-    chains = chainLengths(*dependencies, byRound, plan.messages.size());
+    chains = chainLengths(dependencies, byRound, plan.messages.size());
   }
   double busiest = busiestWork(plan, model);
   std::optional<Schedule> best;
@@ -905,8 +961,9 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   };
   std::vector<int64_t> counts =
       stepCounts(model, *llvm::max_element(chains), busiest);
-  // Placing a message looks at every step of its window: the counts tried
-  // stop when they would take more than a few seconds of a compile.
+  // Placing a message looks at every step of its window, and a list
+  // schedule at every ready message in every step: the counts tried stop
+  // when they would take more than a few seconds of a compile.
   constexpr double kMostPlacements = 5e7;
   double placements = 0;
   for (int64_t count : counts) {
@@ -914,22 +971,29 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
                   static_cast<double>(count);
     if (best && placements > kMostPlacements)
       break;
-    keep(placeMessages(plan, byRound, dependencies ? &*dependencies : nullptr,
+    keep(placeMessages(plan, byRound, forwards ? &dependencies : nullptr,
                        chains, budget, model, count, busiest));
   }
-  if (dependencies) {
+  if (forwards)
     keep(lockstepRounds(plan, byRound, budget, model));
-    // A list schedule looks at every ready message in every step, about as
-    // many looks as placing them in a window of that many steps.
-    ListOrder order(plan, *dependencies, byRound, rounds, chains);
-    placements = 0;
-    for (int64_t count : counts) {
-      placements += static_cast<double>(plan.messages.size()) *
-                    static_cast<double>(count);
-      if (placements > kMostPlacements)
-        break;
-      keep(listSchedule(plan, order, budget, model, count, busiest));
-    }
+  // The list schedules try the same counts, and the fewest that staging
+  // allows and a little over: a plan without forwards has only those.
+  std::vector<size_t> all(plan.messages.size());
+  std::iota(all.begin(), all.end(), 0);
+  StepLoads fewest(plan, all, budget, &model);
+  fewest.openFewest(plan, all);
+  for (double over : {1.0, 1.1, 1.25, 1.5, 2.0})
+    counts.push_back(std::llround(over * static_cast<double>(fewest.steps())));
+  llvm::sort(counts);
+  counts.erase(llvm::unique(counts), counts.end());
+  ListOrder order(plan, dependencies, byRound, rounds, chains);
+  placements = 0;
+  for (int64_t count : counts) {
+    placements += static_cast<double>(plan.messages.size()) *
+                  static_cast<double>(count);
+    if (placements > kMostPlacements)
+      break;
+    keep(listSchedule(plan, order, budget, model, count, busiest));
   }
   // A step left empty costs its overhead and moves nothing.
   std::vector<int64_t> renumbered(best->count, -1);

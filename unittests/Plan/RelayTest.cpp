@@ -481,6 +481,37 @@ TEST(Relay, FewPiecesAreCutForEveryReceiverToOwnOne) {
   EXPECT_EQ(owners.size(), 128u);
 }
 
+TEST(Relay, ColocatedSidesExchangeEveryRegion) {
+  // Two pipeline stages of tp4 x dp2 on two nodes of eight, refit to four
+  // tp4 replicas on the same ranks: each node needs the other stage once,
+  // and its two replicas can share it over NVLink. Every rank sends its
+  // stage and receives the other, so exchanging one region alone leaves
+  // each of its ranks as busy as before; only all of them together halve
+  // the busiest rank's time.
+  Plan plan = planWithMeshes(mesh({2, 4}, rankRange(0, 8)),
+                             mesh({4, 4}, rankRange(0, 16)));
+  plan.meshNames.push_back("stage1");
+  plan.meshes.push_back(mesh({2, 4}, rankRange(8, 8)));
+  std::vector<Placement> tp = {Placement::replicate(), Placement::shard(1)};
+  for (int32_t stage = 0; stage < 2; ++stage) {
+    int32_t g = addGroup(plan, {128 * 1024, 1024}, DType::BF16, tp, tp, 4,
+                         "stage" + std::to_string(stage) + ".");
+    plan.groups[g].src.mesh = stage == 0 ? 0 : 2;
+  }
+  Plan direct = plan;
+  for (int32_t g = 0; g < 2; ++g) {
+    addDirectSlices(plan, g);
+    addDirectSlices(direct, g);
+  }
+  CostModel model;
+  relay(plan, model, RelayOptions());
+  EXPECT_EQ(checkSlices(plan), "");
+  PlanCost cost = scheduledCost(plan, model);
+  PlanCost sent = scheduledCost(direct, model);
+  EXPECT_LT(cost.predictedSeconds, 1.1 * cost.lowerBoundSeconds);
+  EXPECT_LT(cost.predictedSeconds, 0.6 * sent.predictedSeconds);
+}
+
 TEST(Relay, EachRegionGetsItsOwnRoot) {
   // Rows split over ranks 0 and 1 (node 0), replicated four times on a
   // [4, 2] mesh of ranks 8..15 (node 1) that splits rows over its second

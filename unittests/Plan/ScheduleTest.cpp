@@ -187,6 +187,34 @@ TEST(Schedule, BalancedStepsSpreadZeroCopyMessages) {
                         model.getTopology().stepSeconds));
 }
 
+TEST(Schedule, StepsFillEvenlyWhenEveryRankSendsAndReceives) {
+  // Every rank sends to two others, packed messages that the budget spreads
+  // over steps and zero-copy ones that take no staging: on colocated sides
+  // every rank both sends and receives. The steps should each take about
+  // an even share of every rank's work, not pile zero-copy messages on a
+  // few ranks' steps.
+  std::vector<Transfer> transfers;
+  for (int64_t rank = 0; rank < 10; ++rank)
+    for (int64_t to : {(rank + 1) % 10, (rank + 3) % 10}) {
+      for (int i = 0; i < 4; ++i)
+        transfers.push_back({rank, to, 3 << 20});
+      for (int i = 0; i < 2; ++i)
+        transfers.push_back({rank, to, 10 << 20, 0, true});
+    }
+  Plan plan = planOf(transfers);
+  Topology flat;
+  flat.ranksPerNode = 0;
+  CostModel model(flat);
+  balanceOrFail(plan, 8 << 20, model);
+  PlanCost cost = model.cost(plan);
+  // Each rank sends and receives 64 MiB, 24 of them staged: three steps of
+  // the budget at the least.
+  double work = model.messageSeconds(0, 1, 3 << 20) * 8 +
+                model.messageSeconds(0, 1, 10 << 20) * 4;
+  EXPECT_LT(cost.predictedSeconds,
+            1.1 * (work + 3 * model.getTopology().stepSeconds));
+}
+
 /// Makes slice `s` of `plan` forward what its sender received as slice
 /// `from`: the same box, read from the destination shard.
 void forwardOf(Plan &plan, int32_t s, int32_t from) {
