@@ -26,7 +26,15 @@
 // direct messages then overlap, and a pipeline fills and drains in a step
 // or two. The step count weighs that fill and drain, about one share per
 // hop, against every step's own cost: a few counts are tried, and rounds
-// one after another too, and the fastest by the model is kept.
+// one after another too.
+//
+// Placing message by message into fixed steps packs poorly where messages
+// are large against a step's share, or where zero-copy messages, which
+// take no staging, mix with staged ones on ranks that both send and
+// receive. So list schedules are tried as well, for every plan: steps are
+// filled one after another, each with the ready messages (those whose
+// inputs arrived in earlier steps) that fit its share on both of their
+// ranks, longest chains first. The fastest of all by the model is kept.
 //
 //===----------------------------------------------------------------------===//
 
@@ -837,12 +845,15 @@ private:
 /// With a model, a list schedule: step by step, the messages whose inputs
 /// all arrived in earlier steps go, in `order`, into the step while their
 /// ends stay within the share (the busiest rank's work over `planned`
-/// steps); the rest wait for the next step. A forward then goes as soon as
-/// what it passes on has arrived and its ranks have room, and the source
-/// side's sends, the forwards and the direct messages overlap.
+/// steps); the rest wait for the next step. Every rank's work then fills
+/// each step evenly, whatever the sizes of its messages and whether they
+/// take staging; a forward goes as soon as what it passes on has arrived
+/// and its ranks have room; and the source side's sends, the forwards and
+/// the direct messages overlap. Adds the ready messages it looked at to
+/// `looks`.
 static Schedule listSchedule(const Plan &plan, const ListOrder &order,
                              int64_t budget, const CostModel &model,
-                             int64_t planned, double busiest) {
+                             int64_t planned, double busiest, double &looks) {
   size_t count = plan.messages.size();
   std::vector<size_t> all(count);
   std::iota(all.begin(), all.end(), 0);
@@ -872,6 +883,7 @@ static Schedule listSchedule(const Plan &plan, const ListOrder &order,
   for (size_t step = 0; !ready.empty(); ++step) {
     waiting.clear();
     arrived.clear();
+    looks += static_cast<double>(ready.size());
     for (uint32_t p : ready) {
       const StepLoads::Footprint &message = footprints[p];
       if (sendsFull[message.from] == step + 1 ||
@@ -961,9 +973,8 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   };
   std::vector<int64_t> counts =
       stepCounts(model, *llvm::max_element(chains), busiest);
-  // Placing a message looks at every step of its window, and a list
-  // schedule at every ready message in every step: the counts tried stop
-  // when they would take more than a few seconds of a compile.
+  // Placing a message looks at every step of its window: the counts tried
+  // stop when they would take more than a few seconds of a compile.
   constexpr double kMostPlacements = 5e7;
   double placements = 0;
   for (int64_t count : counts) {
@@ -986,14 +997,15 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
     counts.push_back(std::llround(over * static_cast<double>(fewest.steps())));
   llvm::sort(counts);
   counts.erase(llvm::unique(counts), counts.end());
+  // A list schedule looks at every waiting message in every step, most of
+  // them at a glance; the counts tried stop after a few seconds' worth.
+  constexpr double kMostLooks = 2e8;
   ListOrder order(plan, dependencies, byRound, rounds, chains);
-  placements = 0;
+  double looks = 0;
   for (int64_t count : counts) {
-    placements += static_cast<double>(plan.messages.size()) *
-                  static_cast<double>(count);
-    if (placements > kMostPlacements)
+    if (looks > kMostLooks)
       break;
-    keep(listSchedule(plan, order, budget, model, count, busiest));
+    keep(listSchedule(plan, order, budget, model, count, busiest, looks));
   }
   // A step left empty costs its overhead and moves nothing.
   std::vector<int64_t> renumbered(best->count, -1);
