@@ -18,6 +18,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <tuple>
@@ -458,4 +459,59 @@ std::vector<Message> plan::fusedMessages(const Plan &plan,
   Plan split = plan;
   fuse(split, options);
   return std::move(split.messages);
+}
+
+/// Whether `plan` forwards anything, and its busiest rank's bytes either
+/// way.
+static std::pair<bool, int64_t> forwardsAndBusiest(const Plan &plan) {
+  bool forwards = false;
+  llvm::DenseMap<int64_t, std::pair<int64_t, int64_t>> bytes;
+  for (const TransferGroup &group : plan.groups)
+    for (const Slice &slice : group.slices) {
+      forwards |= slice.origin == Origin::Destination;
+      if (slice.isLocalCopy())
+        continue;
+      int64_t load =
+          sliceBytes(group, slice) * static_cast<int64_t>(group.members.size());
+      bytes[slice.sender].first += load;
+      bytes[slice.receiver].second += load;
+    }
+  int64_t busiest = 0;
+  for (const auto &entry : bytes)
+    busiest = std::max({busiest, entry.second.first, entry.second.second});
+  return {forwards, busiest};
+}
+
+/// The model's time for `plan` scheduled in `options`, or infinity when it
+/// cannot be scheduled (then fuse's caller reports why).
+static double scheduledSeconds(Plan plan, const ScheduleOptions &options) {
+  llvm::Expected<ScheduleStats> stats = schedule(plan, options);
+  if (!stats) {
+    llvm::consumeError(stats.takeError());
+    return std::numeric_limits<double>::infinity();
+  }
+  return options.model->cost(plan).predictedSeconds;
+}
+
+FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
+                                const ScheduleOptions &schedule) {
+  auto [forwards, busiest] = forwardsAndBusiest(plan);
+  FuseOptions smaller = options;
+  smaller.bucketBytes = std::max<int64_t>(1, busiest / kPipelineMessages);
+  smaller.zeroCopyBytes = smaller.bucketBytes;
+  if (!forwards || !schedule.model ||
+      2 * smaller.bucketBytes > options.bucketBytes)
+    return fuse(plan, options);
+  Plan finer = plan;
+  FuseStats finerStats = fuse(finer, smaller);
+  FuseStats stats = fuse(plan, options);
+  // More messages make a larger plan and cost what the model leaves out:
+  // they must win clearly.
+  constexpr double kClearWin = 0.97;
+  if (scheduledSeconds(finer, schedule) <
+      kClearWin * scheduledSeconds(plan, schedule)) {
+    plan = std::move(finer);
+    return finerStats;
+  }
+  return stats;
 }

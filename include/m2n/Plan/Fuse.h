@@ -4,6 +4,7 @@
 #define M2N_PLAN_FUSE_H
 
 #include "m2n/Plan/Plan.h"
+#include "m2n/Plan/Schedule.h"
 
 namespace m2n::plan {
 
@@ -39,6 +40,18 @@ FuseStats fuse(Plan &plan, const FuseOptions &options);
 /// the split plan.
 std::vector<Message> fusedMessages(const Plan &plan,
                                    const FuseOptions &options);
+
+/// Fuses `plan` as fuse() does, but for a plan that forwards anything also
+/// tries smaller messages, and keeps the messages that the model, scheduling
+/// both in `schedule`'s budget, finds clearly faster. A forward waits for every
+/// message that brings its bytes, and a pipeline's steps are about a share
+/// of the busiest rank's work: with messages large against that share, the
+/// forwards start late and the steps pack unevenly; with messages too small,
+/// their latencies add up. The smaller bucket is the busiest rank's bytes
+/// over kPipelineMessages, tried when it is under half of options'.
+constexpr int64_t kPipelineMessages = 512;
+FuseStats fuseForSchedule(Plan &plan, const FuseOptions &options,
+                          const ScheduleOptions &schedule);
 
 } // namespace m2n::plan
 

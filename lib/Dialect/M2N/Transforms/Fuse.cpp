@@ -27,10 +27,19 @@ struct FusePass : impl::FusePassBase<FusePass> {
     // receive in one step: half the budget leaves room for one of each.
     options.bucketBytes = std::min<int64_t>(bucket, stagingBytes / 2);
     options.zeroCopyBytes = bucket;
+    // What the schedule pass will do, to judge the messages by.
+    plan::ScheduleOptions schedule;
+    schedule.stagingBudget = stagingBytes;
+    schedule.model = &*model;
     auto result =
         transformPlans(getOperation(), getAnalysis<PlanCache>(),
                        [&](RefitOp, plan::Plan &plan) -> mlir::LogicalResult {
-                         plan::FuseStats stats = plan::fuse(plan, options);
+                         // An explicit bucket is the user's to keep.
+                         plan::FuseStats stats =
+                             bucketBytes > 0
+                                 ? plan::fuse(plan, options)
+                                 : plan::fuseForSchedule(plan, options,
+                                                         schedule);
                          numMessages += stats.messages;
                          numZeroCopy += stats.zeroCopyMessages;
                          numSplitSlices += stats.splitSlices;
