@@ -71,7 +71,7 @@ runPlan(const std::vector<uint8_t> &planBytes, m2n_transport_t transport,
       outcome(m2n_plan_load_memory(planBytes.data(), planBytes.size(), &plan));
   m2n_executor_t executor = nullptr;
   if (result.ok())
-    result = outcome(m2n_executor_create(plan, transport, &executor));
+    result = outcome(m2n_executor_create(plan, transport, nullptr, &executor));
   if (result.ok()) {
     RankBuffers buffers(plan, static_cast<uint32_t>(worldRank()));
     buffers.bindAll(executor, skip);
@@ -218,7 +218,7 @@ TEST(Mpi, OthersFailWhenARankFailsMidway) {
   m2n_plan_t plan = nullptr;
   ASSERT_EQ(m2n_plan_load_memory(bytes.data(), bytes.size(), &plan), nullptr);
   m2n_executor_t executor = nullptr;
-  ASSERT_EQ(m2n_executor_create(plan, transport, &executor), nullptr);
+  ASSERT_EQ(m2n_executor_create(plan, transport, nullptr, &executor), nullptr);
   auto *buffers = new RankBuffers(plan, static_cast<uint32_t>(rank));
   buffers->bindAll(executor);
   Outcome result = outcome(m2n_executor_run(executor));

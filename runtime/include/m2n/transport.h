@@ -5,13 +5,18 @@
  * peer, before any data moves, that all hold the same plan and are ready,
  * and to exchange each step's messages.
  *
- * Two transports exist:
+ * Every transport is an m2n_transport_t, created by its own function and
+ * destroyed with m2n_transport_destroy:
  *
- *   sim  All ranks in one process, one thread per rank: a "world" holds
- *        them, and each rank's thread takes its transport from it. For
- *        tests and for single-process tools.
- *   mpi  One process per rank over MPI. Built when MPI was found; otherwise
- *        m2n_transport_create_mpi returns UNAVAILABLE.
+ *   sim       All ranks in one process, one thread per rank: a "world"
+ *             holds them, and each rank's thread takes its transport from
+ *             it. Host or CUDA memory (ranks on one GPU or several). For
+ *             tests and for single-process tools.
+ *   mpi       One process per rank over MPI, host memory. Built when MPI was
+ *             found; otherwise m2n_transport_create_mpi returns UNAVAILABLE.
+ *   nccl      One process per rank over NCCL, CUDA memory (m2n/cuda.h).
+ *   external  The caller moves the messages with its own library, step by
+ *             step (m2n_executor_step_next in m2n/executor.h).
  *
  * Failures never hang: when a rank fails, or calls m2n_transport_abort, or
  * waits on a peer for longer than its timeout, every other rank's pending
@@ -91,6 +96,19 @@ void m2n_sim_world_destroy(m2n_sim_world_t world);
  * UNAVAILABLE when this build has no MPI. */
 m2n_status_t m2n_transport_create_mpi(const void *mpi_comm,
                                       m2n_transport_t *out);
+
+/*===----------------------------------------------------------------------===
+ * external: the caller moves the messages
+ *===----------------------------------------------------------------------===*/
+
+/* Rank `rank`'s end of a group of `world_size` ranks whose messages the
+ * caller moves: an executor over it is driven with m2n_executor_step_next
+ * and m2n_executor_step_complete instead of m2n_executor_run. It carries
+ * host and CUDA memory alike. It reaches no peer itself: its timeout is
+ * unused, and m2n_transport_abort fails only this end (its later steps are
+ * ABORTED); the caller tells its peers through its own library. */
+m2n_status_t m2n_transport_create_external(int rank, int world_size,
+                                           m2n_transport_t *out);
 
 #ifdef __cplusplus
 } /* extern "C" */
