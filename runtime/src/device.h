@@ -48,6 +48,8 @@ public:
   virtual MemoryKind memoryKind() const = 0;
   /// For messages: "host memory", "CUDA device 0".
   virtual std::string describe() const = 0;
+  /// The CUDA device's number; -1 for the host.
+  virtual int cudaDevice() const { return -1; }
   /// The CUDA stream the work goes on; null for the host.
   virtual void *stream() const { return nullptr; }
   /// Whether a run waits until its work is done before it returns.

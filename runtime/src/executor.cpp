@@ -546,12 +546,11 @@ m2n_status_t m2n_executor_create(m2n_plan_t plan, m2n_transport_t transport,
     M2N_RETURN_IF_ERROR(device->make(&memory));
   else
     memory = m2n::createHostDevice();
-  if (!impl.carries(memory->memoryKind()))
+  std::string refused = impl.cannotCarry(*memory);
+  if (!refused.empty())
     return m2n_status_create(
         M2N_STATUS_INVALID_ARGUMENT,
-        m2n::concat("m2n_executor_create: the ", impl.name(),
-                    " transport cannot move buffers in ", memory->describe())
-            .c_str());
+        m2n::concat("m2n_executor_create: ", refused).c_str());
   std::unique_ptr<m2n_executor_s> executor(
       new m2n_executor_s{m2n::RankExecutor(plan->plan, impl, std::move(memory))});
   M2N_RETURN_IF_ERROR(executor->executor.init());

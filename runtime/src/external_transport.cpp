@@ -21,7 +21,7 @@ public:
   uint32_t rank() const override { return rank_; }
   uint32_t worldSize() const override { return size_; }
   const char *name() const override { return "external"; }
-  bool carries(MemoryKind) const override { return true; }
+  std::string cannotCarry(const DeviceImpl &) const override { return ""; }
   bool external() const override { return true; }
   void setTimeout(double) override {}
 

@@ -390,7 +390,7 @@ public:
   uint32_t rank() const override { return rank_; }
   uint32_t worldSize() const override { return world_->size(); }
   const char *name() const override { return "sim"; }
-  bool carries(MemoryKind) const override { return true; }
+  std::string cannotCarry(const DeviceImpl &) const override { return ""; }
   bool sharesAddressSpace() const override { return true; }
   void publishBuffers(const BufferTable *buffers) override {
     world_->publish(rank_, buffers);

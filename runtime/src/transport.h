@@ -35,6 +35,7 @@
 
 #include "m2n/transport.h"
 #include "device.h"
+#include "plan_internal.h"
 #include "walk.h"
 
 #include <cstdint>
@@ -87,9 +88,12 @@ public:
   virtual uint32_t worldSize() const = 0;
   /// The transport's kind, for messages: "sim", "mpi", "nccl", ...
   virtual const char *name() const = 0;
-  /// Whether it moves buffers of this kind of memory.
-  virtual bool carries(MemoryKind kind) const {
-    return kind == MemoryKind::Host;
+  /// "" when it can move buffers in the device's memory, else why not.
+  virtual std::string cannotCarry(const DeviceImpl &device) const {
+    if (device.memoryKind() == MemoryKind::Host)
+      return "";
+    return concat("the ", name(), " transport moves host memory only, not ",
+                  device.describe());
   }
   /// Whether exchanges are only enqueued on the device's stream. Such a
   /// transport agrees on the first run only (and after a bind failed), so

@@ -19,7 +19,9 @@ public:
   uint32_t rank() const override { return inner_->rank(); }
   uint32_t worldSize() const override { return inner_->worldSize(); }
   const char *name() const override { return inner_->name(); }
-  bool carries(MemoryKind kind) const override { return inner_->carries(kind); }
+  std::string cannotCarry(const DeviceImpl &device) const override {
+    return inner_->cannotCarry(device);
+  }
   bool sharesAddressSpace() const override {
     return inner_->sharesAddressSpace();
   }
