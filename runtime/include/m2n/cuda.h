@@ -40,6 +40,8 @@
 #ifndef M2N_CUDA_H
 #define M2N_CUDA_H
 
+#include "m2n/export.h"
+
 #include "m2n/executor.h"
 #include "m2n/status.h"
 #include "m2n/transport.h"
@@ -60,8 +62,8 @@ extern "C" {
  * one), work enqueued on `cuda_stream` (a cudaStream_t; NULL is the
  * default stream), for m2n_executor_create. `flags` is 0 or
  * M2N_CUDA_DEVICE_SYNCHRONIZE. UNAVAILABLE without a CUDA device. */
-m2n_status_t m2n_cuda_device_create(int cuda_device, void *cuda_stream,
-                                    uint32_t flags, m2n_device_t *out);
+M2N_API m2n_status_t m2n_cuda_device_create(int cuda_device, void *cuda_stream,
+                                            uint32_t flags, m2n_device_t *out);
 
 /*===--- NCCL ------------------------------------------------------------===*/
 
@@ -73,31 +75,29 @@ m2n_status_t m2n_cuda_device_create(int cuda_device, void *cuda_stream,
 
 /* Loads NCCL and reports its version code (NCCL_VERSION_CODE, e.g. 22809
  * for 2.28.9); `version` may be NULL. */
-m2n_status_t m2n_cuda_nccl_load(int *version);
+M2N_API m2n_status_t m2n_cuda_nccl_load(int *version);
 
 #define M2N_CUDA_NCCL_UNIQUE_ID_BYTES 128
 
 /* A new NCCL unique id (ncclGetUniqueId) into `out`, `size` >= 128 bytes.
  * One rank makes it and hands the bytes to all others out of band. */
-m2n_status_t m2n_cuda_nccl_get_unique_id(void *out, size_t size);
+M2N_API m2n_status_t m2n_cuda_nccl_get_unique_id(void *out, size_t size);
 
 /*===--- The nccl transport ----------------------------------------------===*/
 
 /* A transport over an existing ncclComm_t that the caller keeps owning:
  * plan rank r is communicator rank r. The communicator must outlive the
  * transport. The transport carries CUDA memory only. */
-m2n_status_t m2n_cuda_transport_create_nccl(void *nccl_comm,
-                                            m2n_transport_t *out);
+M2N_API m2n_status_t m2n_cuda_transport_create_nccl(void *nccl_comm,
+                                                    m2n_transport_t *out);
 
 /* A transport over a communicator it creates and destroys: `nranks` ranks
  * joined by the unique id's M2N_CUDA_NCCL_UNIQUE_ID_BYTES bytes, this one
  * being `rank`, on the current device. Waits for all ranks to join, up to
  * the timeout; the communicator is non-blocking, so that no NCCL call can
  * hang past it. */
-m2n_status_t
-m2n_cuda_transport_create_nccl_unique_id(const void *unique_id_bytes,
-                                         int nranks, int rank,
-                                         m2n_transport_t *out);
+M2N_API m2n_status_t m2n_cuda_transport_create_nccl_unique_id(
+    const void *unique_id_bytes, int nranks, int rank, m2n_transport_t *out);
 
 /* Over nccl, m2n_transport_set_timeout bounds every host wait on NCCL
  * (joining, the agreement, synchronous runs, destroying); once it passes,

@@ -39,6 +39,8 @@
 #ifndef M2N_EXECUTOR_H
 #define M2N_EXECUTOR_H
 
+#include "m2n/export.h"
+
 #include "m2n/plan.h"
 #include "m2n/status.h"
 #include "m2n/transport.h"
@@ -58,21 +60,21 @@ typedef struct m2n_executor_s *m2n_executor_t;
 typedef struct m2n_device_s *m2n_device_t;
 
 /* Frees `device`; NULL is allowed. */
-void m2n_device_destroy(m2n_device_t device);
+M2N_API void m2n_device_destroy(m2n_device_t device);
 
 /* What the last completed run did on this rank. */
 typedef struct m2n_executor_stats_t {
-  uint64_t bytes_sent;           /* SEND and SEND_DIRECT */
-  uint64_t bytes_received;       /* RECV and RECV_DIRECT */
-  uint64_t bytes_copied;         /* COPY: within the rank */
-  uint64_t bytes_packed;         /* PACK: bindings into staging */
-  uint64_t bytes_unpacked;       /* UNPACK: staging into bindings */
+  uint64_t bytes_sent;     /* SEND and SEND_DIRECT */
+  uint64_t bytes_received; /* RECV and RECV_DIRECT */
+  uint64_t bytes_copied;   /* COPY: within the rank */
+  uint64_t bytes_packed;   /* PACK: bindings into staging */
+  uint64_t bytes_unpacked; /* UNPACK: staging into bindings */
   uint64_t messages_sent;
   uint64_t messages_received;
-  uint32_t steps;                /* steps in which the rank had work */
-  uint32_t runs;                 /* runs completed by this executor */
-  double seconds;                /* the whole run, agreement included */
-  double agree_seconds;          /* the agreement alone */
+  uint32_t steps;       /* steps in which the rank had work */
+  uint32_t runs;        /* runs completed by this executor */
+  double seconds;       /* the whole run, agreement included */
+  double agree_seconds; /* the agreement alone */
 } m2n_executor_stats_t;
 
 /* An executor of `plan` for the transport's rank, its buffers in the
@@ -80,11 +82,13 @@ typedef struct m2n_executor_stats_t {
  * transport's, and the transport must carry that memory (mpi carries host
  * memory, nccl device memory, sim and external both). Allocates the rank's
  * staging buffer once. */
-m2n_status_t m2n_executor_create(m2n_plan_t plan, m2n_transport_t transport,
-                                 m2n_device_t device, m2n_executor_t *out);
+M2N_API m2n_status_t m2n_executor_create(m2n_plan_t plan,
+                                         m2n_transport_t transport,
+                                         m2n_device_t device,
+                                         m2n_executor_t *out);
 
 /* Frees `executor`; NULL is allowed. */
-void m2n_executor_destroy(m2n_executor_t executor);
+M2N_API void m2n_executor_destroy(m2n_executor_t executor);
 
 /* Binds `data` as this rank's shard of `tensor_name` in `role`. The rank
  * must hold such a shard in the plan, and dtype and shape (ndim dimensions:
@@ -94,10 +98,10 @@ void m2n_executor_destroy(m2n_executor_t executor);
  * leaves the shard unbound; the next run then fails on every rank, with
  * this failure in its message. On a CUDA device, binding first waits for
  * the stream's earlier runs. */
-m2n_status_t m2n_executor_bind(m2n_executor_t executor,
-                               const char *tensor_name, m2n_role_t role,
-                               void *data, m2n_dtype_t dtype, uint32_t ndim,
-                               const int64_t *shape);
+M2N_API m2n_status_t m2n_executor_bind(m2n_executor_t executor,
+                                       const char *tensor_name, m2n_role_t role,
+                                       void *data, m2n_dtype_t dtype,
+                                       uint32_t ndim, const int64_t *shape);
 
 /* Runs this rank's part; every rank of the plan must run too. A failure of
  * the agreement fails every rank's run; a rank that fails later (or aborts,
@@ -106,7 +110,7 @@ m2n_status_t m2n_executor_bind(m2n_executor_t executor,
  * run is enqueued on the device's stream, and returns before it is done
  * unless the device synchronizes (M2N_CUDA_DEVICE_SYNCHRONIZE). Not for an
  * external transport's executor, which runs step by step (below). */
-m2n_status_t m2n_executor_run(m2n_executor_t executor);
+M2N_API m2n_status_t m2n_executor_run(m2n_executor_t executor);
 
 /* Called on the thread of m2n_executor_run as the rank begins each step in
  * which it has work, with the step's number, so that a caller can show how
@@ -116,13 +120,13 @@ typedef void (*m2n_executor_step_fn)(void *user_data, uint64_t step);
 
 /* Calls `fn(user_data, step)` as every later run begins each of the rank's
  * steps; a NULL `fn` stops the calls. */
-m2n_status_t m2n_executor_set_step_callback(m2n_executor_t executor,
-                                            m2n_executor_step_fn fn,
-                                            void *user_data);
+M2N_API m2n_status_t m2n_executor_set_step_callback(m2n_executor_t executor,
+                                                    m2n_executor_step_fn fn,
+                                                    void *user_data);
 
 /* What the last completed run did; all zero before the first. */
-m2n_status_t m2n_executor_get_stats(m2n_executor_t executor,
-                                    m2n_executor_stats_t *out);
+M2N_API m2n_status_t m2n_executor_get_stats(m2n_executor_t executor,
+                                            m2n_executor_stats_t *out);
 
 /*===----------------------------------------------------------------------===
  * Step by step, over an external transport
@@ -178,8 +182,8 @@ typedef struct m2n_message_t {
 /* One exchange: a step's sends and receives, each in record order. The
  * arrays and buffers stay valid until the exchange is completed. */
 typedef struct m2n_exchange_t {
-  uint64_t step;       /* the plan's step, or M2N_STEP_AGREEMENT */
-  int done;            /* 1: the run is complete; nothing else is set */
+  uint64_t step; /* the plan's step, or M2N_STEP_AGREEMENT */
+  int done;      /* 1: the run is complete; nothing else is set */
   uint32_t send_count;
   uint32_t receive_count;
   const m2n_message_t *sends;
@@ -189,15 +193,16 @@ typedef struct m2n_exchange_t {
 /* Begins the run if none is in progress (the agreement comes first), else
  * packs the next step with work; or, after the last, sets `done`, ends the
  * run and records its statistics. */
-m2n_status_t m2n_executor_step_next(m2n_executor_t executor,
-                                    m2n_exchange_t *out);
+M2N_API m2n_status_t m2n_executor_step_next(m2n_executor_t executor,
+                                            m2n_exchange_t *out);
 
 /* Completes the open exchange, step `step`, once the caller has moved
  * `sends_moved` of its sends and `receives_moved` of its receives (all of
  * them): checks the agreement, or unpacks the step. */
-m2n_status_t m2n_executor_step_complete(m2n_executor_t executor,
-                                        uint64_t step, uint32_t sends_moved,
-                                        uint32_t receives_moved);
+M2N_API m2n_status_t m2n_executor_step_complete(m2n_executor_t executor,
+                                                uint64_t step,
+                                                uint32_t sends_moved,
+                                                uint32_t receives_moved);
 
 #ifdef __cplusplus
 } /* extern "C" */
