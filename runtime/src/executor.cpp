@@ -124,6 +124,8 @@ private:
   void finishRun(Clock::time_point start, Clock::time_point agreed);
   m2n_status_t beginSteps(m2n_exchange_t *out);
   m2n_status_t completeAgreement();
+  /// Ends the step-wise run when `status` is a failure; returns it.
+  m2n_status_t endRunIf(m2n_status_t status);
   m2n_status_t stepError(const std::string &message);
   void handOut(uint64_t step, m2n_exchange_t *out);
 
@@ -381,10 +383,15 @@ m2n_status_t RankExecutor::execute() {
 // Step by step
 //===----------------------------------------------------------------------===//
 
-m2n_status_t RankExecutor::stepError(const std::string &message) {
+m2n_status_t RankExecutor::endRunIf(m2n_status_t status) {
   // The run is over; the next step_next begins another, agreement first.
-  steps_ = StepRun();
-  return invalid(message);
+  if (status)
+    steps_ = StepRun();
+  return status;
+}
+
+m2n_status_t RankExecutor::stepError(const std::string &message) {
+  return endRunIf(invalid(message));
 }
 
 void RankExecutor::handOut(uint64_t step, m2n_exchange_t *out) {
@@ -442,8 +449,8 @@ m2n_status_t RankExecutor::stepNext(m2n_exchange_t *out) {
   if (!steps_.active)
     return beginSteps(out);
   if (steps_.next == program_.steps.size()) {
-    M2N_RETURN_IF_ERROR(device_->synchronous() ? device_->synchronize()
-                                               : nullptr);
+    M2N_RETURN_IF_ERROR(
+        endRunIf(device_->synchronous() ? device_->synchronize() : nullptr));
     finishRun(steps_.start, steps_.agreed);
     steps_ = StepRun();
     out->done = 1;
@@ -452,7 +459,7 @@ m2n_status_t RankExecutor::stepNext(m2n_exchange_t *out) {
   const StepProgram &step = program_.steps[steps_.next];
   if (onStep_)
     onStep_(onStepData_, step.step);
-  M2N_RETURN_IF_ERROR(device_->packs(steps_.next));
+  M2N_RETURN_IF_ERROR(endRunIf(device_->packs(steps_.next)));
   collectOps(step);
   sends_.clear();
   receives_.clear();
@@ -471,10 +478,7 @@ m2n_status_t RankExecutor::completeAgreement() {
   std::vector<AgreeRecord> records;
   for (const AgreeNotice &notice : notices)
     records.push_back(agreeRecord(notice));
-  if (m2n_status_t status = agreementStatus(records)) {
-    steps_ = StepRun();
-    return status;
-  }
+  M2N_RETURN_IF_ERROR(agreementStatus(records));
   steps_.agreed = Clock::now();
   return device_->copies();
 }
@@ -498,12 +502,8 @@ m2n_status_t RankExecutor::stepComplete(uint64_t step, uint32_t sendsMoved,
         " receives moved; every message must be moved before its step "
         "completes"));
   steps_.open = false;
-  if (step == M2N_STEP_AGREEMENT)
-    return completeAgreement();
-  m2n_status_t status = device_->unpacks(steps_.next++);
-  if (status)
-    steps_ = StepRun();
-  return status;
+  return endRunIf(step == M2N_STEP_AGREEMENT ? completeAgreement()
+                                             : device_->unpacks(steps_.next++));
 }
 
 } // namespace m2n
