@@ -1,17 +1,16 @@
 //===- step_test.cpp - Bring your own transport, end to end ---------------===//
 //
 // Every rank of a plan in one process, each over an external transport:
-// the test is the caller's communication library. Round by round it takes
-// each rank's handed-out exchange, copies every send into the matching
-// receive with a plain loop (the k-th send of a to b is the k-th receive of
-// b from a), and completes the exchanges; then compares every destination
-// byte with its expected contents.
+// the test is the caller's communication library (step_driver.h), moving
+// each handed-out exchange with a plain loop of memcpy; then every
+// destination byte is compared with its expected contents.
 //
 //===----------------------------------------------------------------------===//
 
 #include "executor_test_util.h"
 #include "plan_test_util.h"
 #include "sim_test_util.h"
+#include "step_driver.h"
 
 #include "m2n/executor.h"
 #include "m2n/transport.h"
@@ -19,17 +18,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <map>
 #include <memory>
 #include <utility>
 
 namespace m2n::test {
 namespace {
-
-// The order exchanges go in: the agreement first, then by step.
-uint64_t order(uint64_t step) {
-  return step == M2N_STEP_AGREEMENT ? 0 : step + 1;
-}
 
 class StepWorld {
 public:
@@ -71,40 +64,15 @@ public:
       EXPECT_EQ(buffers_[r]->bindAll(executors_[r]), "");
   }
 
-  /// One whole run of every rank; the outcome of each rank's first failed
-  /// call, or of its run.
+  /// One whole run of every rank, its messages moved with memcpy.
   std::vector<Outcome> run() {
-    std::vector<Outcome> outcomes(size_);
-    std::vector<m2n_exchange_t> open(size_);
-    std::vector<char> done(size_, false);
-    for (uint32_t r = 0; r < size_; ++r)
-      next(r, &open[r], &done[r], &outcomes[r]);
-    for (;;) {
-      // The ranks whose open exchange comes first move it together.
-      uint64_t first = UINT64_MAX;
-      for (uint32_t r = 0; r < size_; ++r)
-        if (!done[r])
-          first = std::min(first, order(open[r].step));
-      if (first == UINT64_MAX)
-        return outcomes;
-      std::vector<uint32_t> movers;
-      for (uint32_t r = 0; r < size_; ++r)
-        if (!done[r] && order(open[r].step) == first)
-          movers.push_back(r);
-      std::string problem = move(open, movers);
-      EXPECT_EQ(problem, "");
-      for (uint32_t r : movers) {
-        const m2n_exchange_t &x = open[r];
-        Outcome completed = outcome(m2n_executor_step_complete(
-            executors_[r], x.step, x.send_count, x.receive_count));
-        if (!completed.ok()) {
-          outcomes[r] = completed;
-          done[r] = true;
-          continue;
-        }
-        next(r, &open[r], &done[r], &outcomes[r]);
-      }
-    }
+    std::string problem;
+    std::vector<Outcome> outcomes =
+        StepDriver(executors_, [](void *to, const void *from, uint64_t bytes) {
+          std::memcpy(to, from, bytes);
+        }).run(&problem);
+    EXPECT_EQ(problem, "");
+    return outcomes;
   }
 
   std::string checkDestinations() const {
@@ -117,34 +85,6 @@ public:
   }
 
 private:
-  void next(uint32_t rank, m2n_exchange_t *out, char *done, Outcome *result) {
-    *result = outcome(m2n_executor_step_next(executors_[rank], out));
-    *done = !result->ok() || out->done;
-  }
-
-  // Copies every send of the movers into its receive: "" or what does not
-  // match.
-  static std::string move(const std::vector<m2n_exchange_t> &open,
-                          const std::vector<uint32_t> &movers) {
-    std::map<std::pair<uint32_t, uint32_t>, std::vector<const m2n_message_t *>>
-        sends;
-    for (uint32_t a : movers)
-      for (uint32_t i = 0; i < open[a].send_count; ++i)
-        sends[{a, open[a].sends[i].peer}].push_back(&open[a].sends[i]);
-    std::map<std::pair<uint32_t, uint32_t>, size_t> taken;
-    for (uint32_t b : movers)
-      for (uint32_t i = 0; i < open[b].receive_count; ++i) {
-        const m2n_message_t &receive = open[b].receives[i];
-        std::pair<uint32_t, uint32_t> pair{receive.peer, b};
-        size_t k = taken[pair]++;
-        if (k >= sends[pair].size() || sends[pair][k]->bytes != receive.bytes)
-          return "rank " + std::to_string(b) + " receives from rank " +
-                 std::to_string(receive.peer) + " what it does not send";
-        std::memcpy(receive.data, sends[pair][k]->data, receive.bytes);
-      }
-    return "";
-  }
-
   m2n_plan_t plan_ = nullptr;
   uint32_t size_ = 0;
   std::vector<m2n_transport_t> transports_;

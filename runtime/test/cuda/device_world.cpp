@@ -2,6 +2,8 @@
 
 #include "device_world.h"
 
+#include "../step_driver.h"
+
 #include <thread>
 
 namespace m2n::test {
@@ -142,6 +144,29 @@ DeviceWorld::~DeviceWorld() {
     if (auto ok = isOk(statuses[r]); !ok && result)
       result = ok << " (rank " << r << ")";
   return result;
+}
+
+::testing::AssertionResult DeviceWorld::runStepWise() {
+  std::string problem;
+  cudaError_t failed = cudaSuccess;
+  std::vector<Outcome> outcomes =
+      StepDriver(executors_, [&](void *to, const void *from, uint64_t bytes) {
+        // The packs are on the ranks' own streams.
+        cudaError_t error = cudaDeviceSynchronize();
+        if (error == cudaSuccess)
+          error = cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToDevice);
+        if (failed == cudaSuccess)
+          failed = error;
+      }).run(&problem);
+  if (auto ok = M2N_CUDA_OK(failed); !ok)
+    return ok;
+  if (!problem.empty())
+    return ::testing::AssertionFailure() << problem;
+  for (size_t r = 0; r < outcomes.size(); ++r)
+    if (!outcomes[r].ok())
+      return ::testing::AssertionFailure()
+             << "rank " << r << ": " << outcomes[r].message;
+  return ::testing::AssertionSuccess();
 }
 
 ::testing::AssertionResult DeviceWorld::check() {

@@ -51,6 +51,10 @@ public:
   ::testing::AssertionResult resetDestinations();
   /// Every rank's m2n_executor_run, each on a thread of its own.
   ::testing::AssertionResult run();
+  /// Every rank's run step by step (external transports), from this
+  /// thread: each message a device-to-device copy once the streams are
+  /// done with the packs.
+  ::testing::AssertionResult runStepWise();
   /// Waits for all streams and compares every binding.
   ::testing::AssertionResult check();
 

@@ -73,6 +73,24 @@ TEST_P(Refit, SimWorldOnGpu) {
   EXPECT_TRUE(runOnDevice(plan_.plan));
 }
 
+// Step by step over external transports, twice: the agreement's records
+// and every message in device memory, moved by the test.
+TEST_P(Refit, StepWiseOnGpu) {
+  M2N_REQUIRE_GPU();
+  uint32_t world = plan_.loaded().worldSize();
+  std::vector<m2n_transport_t> transports(world, nullptr);
+  for (uint32_t r = 0; r < world; ++r)
+    ASSERT_TRUE(isOk(m2n_transport_create_external(
+        static_cast<int>(r), static_cast<int>(world), &transports[r])));
+  DeviceWorld devices(plan_.plan, transports);
+  ASSERT_TRUE(devices.setUp());
+  ASSERT_TRUE(devices.runStepWise());
+  ASSERT_TRUE(devices.check());
+  ASSERT_TRUE(devices.resetDestinations());
+  ASSERT_TRUE(devices.runStepWise());
+  EXPECT_TRUE(devices.check());
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, Refit, ::testing::ValuesIn(refitCases()),
                          [](const ::testing::TestParamInfo<RefitSpec> &info) {
                            return info.param.name;
