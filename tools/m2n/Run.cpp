@@ -593,6 +593,8 @@ std::string ncclTransport(int rank, int size, double timeout, int *gpu,
                           m2n_transport_t *out) {
   int count = 0;
   std::string error = cudaError(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  if (error.empty() && count == 0)
+    error = "no CUDA device";
   if (error.empty()) {
     *gpu = rank % count;
     error = cudaError(cudaSetDevice(*gpu), "cudaSetDevice");
