@@ -551,8 +551,8 @@ m2n_status_t m2n_executor_create(m2n_plan_t plan, m2n_transport_t transport,
     return m2n_status_create(
         M2N_STATUS_INVALID_ARGUMENT,
         m2n::concat("m2n_executor_create: ", refused).c_str());
-  std::unique_ptr<m2n_executor_s> executor(
-      new m2n_executor_s{m2n::RankExecutor(plan->plan, impl, std::move(memory))});
+  std::unique_ptr<m2n_executor_s> executor(new m2n_executor_s{
+      m2n::RankExecutor(plan->plan, impl, std::move(memory))});
   M2N_RETURN_IF_ERROR(executor->executor.init());
   *out = executor.release();
   return nullptr;

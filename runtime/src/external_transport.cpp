@@ -27,7 +27,8 @@ public:
 
   // The executor never calls these over an external transport; they say
   // so rather than pretend to have moved anything.
-  m2n_status_t agree(uint64_t, bool, const std::string &, DeviceImpl &) override {
+  m2n_status_t agree(uint64_t, bool, const std::string &,
+                     DeviceImpl &) override {
     return unsupported();
   }
   m2n_status_t exchange(uint64_t, const std::vector<TransferOp> &,

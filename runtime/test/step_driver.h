@@ -1,4 +1,4 @@
-//===- step_driver.h - Every rank's step-wise run, in one process -*- C++ -*-===//
+//===- step_driver.h - Every rank's step-wise run, one process -*- C++ -*-===//
 //
 // The caller's side of the step-wise API (m2n_executor_step_next) for tests
 // that hold every rank of a plan, each over an external transport: round by

@@ -128,7 +128,8 @@ TEST_P(StepWise, MovesEveryByteAsTheSimWorldDoes) {
   expectAllOk(sim.run());
   for (uint32_t r = 0; r < world.size(); ++r) {
     m2n_executor_stats_t stats;
-    ASSERT_TRUE(outcome(m2n_executor_get_stats(world.executor(r), &stats)).ok());
+    ASSERT_TRUE(
+        outcome(m2n_executor_get_stats(world.executor(r), &stats)).ok());
     const m2n_executor_stats_t &want = sim.stats()[r];
     EXPECT_EQ(stats.runs, 2u);
     EXPECT_EQ(stats.steps, want.steps);

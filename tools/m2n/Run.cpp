@@ -385,8 +385,9 @@ std::string GpuShards::upload(int gpu, RankWork &work) {
   gpu_ = gpu;
   std::string error = cudaError(cudaSetDevice(gpu), "cudaSetDevice");
   if (error.empty())
-    error = cudaError(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
-                      "cudaStreamCreateWithFlags");
+    error =
+        cudaError(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                  "cudaStreamCreateWithFlags");
   for (Shard &shard : work.shards) {
     if (!error.empty() || shard.byteSize == 0)
       continue;
@@ -405,7 +406,8 @@ std::string GpuShards::upload(int gpu, RankWork &work) {
   if (error.empty())
     error = take(m2n_cuda_device_create(gpu, stream_,
                                         M2N_CUDA_DEVICE_SYNCHRONIZE, &device_));
-  return error.empty() ? "" : "rank " + std::to_string(work.rank) + ": " + error;
+  return error.empty() ? ""
+                       : "rank " + std::to_string(work.rank) + ": " + error;
 }
 
 std::string GpuShards::download(RankWork &work) {
@@ -417,7 +419,8 @@ std::string GpuShards::download(RankWork &work) {
       error = cudaError(cudaMemcpy(shard.data, shard.device, shard.byteSize,
                                    cudaMemcpyDeviceToHost),
                         "copying tensor \"" + shard.name + "\" from the GPU");
-  return error.empty() ? "" : "rank " + std::to_string(work.rank) + ": " + error;
+  return error.empty() ? ""
+                       : "rank " + std::to_string(work.rank) + ": " + error;
 }
 #else
 // This m2n has no GPU path: gpuMissing refuses the GPU backends first.
@@ -592,7 +595,8 @@ std::optional<bool> everyRank(bool ok, double seconds) {
 std::string ncclTransport(int rank, int size, double timeout, int *gpu,
                           m2n_transport_t *out) {
   int count = 0;
-  std::string error = cudaError(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  std::string error =
+      cudaError(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (error.empty() && count == 0)
     error = "no CUDA device";
   if (error.empty()) {
@@ -602,7 +606,8 @@ std::string ncclTransport(int rank, int size, double timeout, int *gpu,
   unsigned char id[M2N_CUDA_NCCL_UNIQUE_ID_BYTES + 1] = {};
   unsigned char &made = id[M2N_CUDA_NCCL_UNIQUE_ID_BYTES];
   if (rank == 0 && error.empty()) {
-    error = take(m2n_cuda_nccl_get_unique_id(id, M2N_CUDA_NCCL_UNIQUE_ID_BYTES));
+    error =
+        take(m2n_cuda_nccl_get_unique_id(id, M2N_CUDA_NCCL_UNIQUE_ID_BYTES));
     made = error.empty();
   }
   MPI_Request request = MPI_REQUEST_NULL;

@@ -135,7 +135,8 @@ m2n_status_t CudaDevice::load(const Program &program, uint32_t bindings,
                    bool fromStaging, bool toStaging) {
     std::vector<Walk> kernel;
     for (const m2n::Walk &walk : walks)
-      kernel.push_back(kernelWalk(walk, fromStaging ? staging : walk.fromBinding,
+      kernel.push_back(kernelWalk(walk,
+                                  fromStaging ? staging : walk.fromBinding,
                                   toStaging ? staging : walk.toBinding));
     return table.addBatch(kernel, smCount_);
   };

@@ -226,7 +226,8 @@ m2n_status_t NcclTransport::enqueue(const TransferOp &op, cudaStream_t stream) {
   return nullptr;
 }
 
-m2n_status_t NcclTransport::exchange(uint64_t, const std::vector<TransferOp> &ops,
+m2n_status_t NcclTransport::exchange(uint64_t,
+                                     const std::vector<TransferOp> &ops,
                                      DeviceImpl &device) {
   M2N_RETURN_IF_ERROR(health());
   if (ops.empty())

@@ -209,7 +209,8 @@ TEST(Nccl, SelfExchangeInChunksAndGraphs) {
   cudaGraph_t graph = nullptr;
   ASSERT_TRUE(M2N_CUDA_OK(
       cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal)));
-  ::testing::AssertionResult captured = isOk(nccl.exchange(0, transfers, *device));
+  ::testing::AssertionResult captured =
+      isOk(nccl.exchange(0, transfers, *device));
   ASSERT_TRUE(M2N_CUDA_OK(cudaStreamEndCapture(stream, &graph)));
   ASSERT_TRUE(captured);
   cudaGraphExec_t exec = nullptr;
