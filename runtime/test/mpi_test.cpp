@@ -172,6 +172,51 @@ TEST(Mpi, RejectsAPlanForAnotherWorld) {
   m2n_transport_destroy(transport);
 }
 
+// Memory that says it is a GPU's; the executor asks the transport about it
+// before anything else.
+class GpuLookalike final : public DeviceImpl {
+public:
+  MemoryKind memoryKind() const override { return MemoryKind::Cuda; }
+  std::string describe() const override { return "CUDA device 0"; }
+  m2n_status_t load(const Program &, uint32_t, uint64_t) override {
+    return nullptr;
+  }
+  uint8_t *staging() const override { return nullptr; }
+  std::string checkBuffer(const void *) const override { return ""; }
+  m2n_status_t setBuffers(const BufferTable &) override { return nullptr; }
+  m2n_status_t copies() override { return nullptr; }
+  m2n_status_t packs(size_t) override { return nullptr; }
+  m2n_status_t unpacks(size_t) override { return nullptr; }
+  m2n_status_t copy(void *, const void *, uint64_t) override { return nullptr; }
+  m2n_status_t allocate(uint64_t, uint8_t **) override { return nullptr; }
+  m2n_status_t write(uint8_t *, const void *, uint64_t) override {
+    return nullptr;
+  }
+  m2n_status_t read(void *, const uint8_t *, uint64_t) override {
+    return nullptr;
+  }
+};
+
+TEST(Mpi, CarriesHostMemoryOnly) {
+  m2n_transport_t transport = mpiTransport();
+  m2n_device_s gpu{[](std::unique_ptr<DeviceImpl> *out) {
+    *out = std::make_unique<GpuLookalike>();
+    return m2n_status_t(nullptr);
+  }};
+  std::vector<uint8_t> bytes = copyAndPackPlan(); // 3 ranks
+  m2n_plan_t plan = nullptr;
+  ASSERT_EQ(m2n_plan_load_memory(bytes.data(), bytes.size(), &plan), nullptr);
+  m2n_executor_t executor = nullptr;
+  Outcome result =
+      outcome(m2n_executor_create(plan, transport, &gpu, &executor));
+  EXPECT_EQ(result.code, M2N_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(result.message, "m2n_executor_create: the mpi transport moves "
+                            "host memory only, not CUDA device 0");
+  EXPECT_EQ(executor, nullptr);
+  m2n_plan_destroy(plan);
+  m2n_transport_destroy(transport);
+}
+
 TEST(Mpi, AllFailWhenRanksHoldDifferentPlans) {
   // Ranks 1 and 2 hold variants of rank 0's plan: another staging budget.
   auto variant = [](int rank) {
