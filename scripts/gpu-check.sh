@@ -167,12 +167,14 @@ def ranks(mesh):
 print(max(max(ranks(m)) for m in spec["meshes"]) + 1)' "$spec")
     [ "$ranks" -le "${gpus:-0}" ] && nccl_specs+=("$spec")
   done
-  if command -v mpirun >/dev/null 2>&1 && [ ${#nccl_specs[@]} -gt 0 ]; then
+  if ! command -v mpirun >/dev/null 2>&1; then
+    results+=("$(printf '%-10s %-8s' nccl 'SKIP (no mpirun)')")
+  elif [ ${#nccl_specs[@]} -eq 0 ]; then
+    results+=("$(printf '%-10s %-8s' nccl "SKIP (no spec fits ${gpus:-0} GPUs)")")
+  else
     phase nccl 150 env PATH="$e2e/bin:$PATH" python3 \
       "$top/test/E2E/refit_e2e.py" --backend nccl --work "$e2e/nccl" \
       "${nccl_specs[@]}"
-  else
-    results+=("$(printf '%-10s %-8s' nccl 'SKIP (no mpirun)')")
   fi
 else
   results+=("$(printf '%-10s %-8s' e2e 'FAIL (no m2n with the GPU path: set M2N_GPU_M2N, or install LLVM and MLIR 22)')")
