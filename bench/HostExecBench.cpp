@@ -198,7 +198,8 @@ SimRefit::SimRefit(const std::vector<uint8_t> &file) {
           take(m2n_sim_world_transport(world_, int(r), &ranks_[r].transport));
     if (error_.empty())
       error_ = take(
-          m2n_executor_create(plan_, ranks_[r].transport, &ranks_[r].executor));
+          m2n_executor_create(plan_, ranks_[r].transport, nullptr,
+                              &ranks_[r].executor));
     if (error_.empty())
       error_ = bind(ranks_[r]);
   }

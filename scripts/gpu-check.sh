@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Checks the runtime's GPU path on a machine with an NVIDIA GPU: builds the
 # runtime alone with CUDA, runs its tests (the NCCL ones included), the
-# plan files of PLAN_DIR when given, and the pack kernel benchmark, then
+# plan files of PLAN_DIR when given, the end-to-end matrix through the
+# command line (m2n run --backend cuda-local, and --backend nccl on the
+# plans the machine's GPUs can hold one rank per GPU), byte for byte
+# against scripts/refit_reference.py, and the pack kernel benchmark, then
 # prints a summary. Every phase has a time limit and a failing phase does
 # not stop the others; the exit status is 1 if anything failed. Budget:
 # about 8 minutes on 16 cores. docs/gpu.md has the details.
@@ -12,7 +15,9 @@
 # M2N_GPU_ARCH (CUDA architectures, default 90), M2N_NCCL_LIBRARY (a
 # libnccl.so.2 to load; found automatically where possible),
 # M2N_GTEST_SOURCE (a GoogleTest source tree, for machines without one
-# installed; /usr/src/googletest is tried too).
+# installed; /usr/src/googletest is tried too), M2N_GPU_M2N (an m2n built
+# with the GPU path, instead of building one; the build needs LLVM and MLIR
+# 22 at /usr/lib/llvm-22 or MLIR_DIR).
 set -u
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -128,6 +133,54 @@ if [ $built = 1 ] && [ $tests = ON ]; then
   fi
 fi
 
+# The end-to-end matrix through m2n run: an m2n with the GPU path, given or
+# built (the m2n target alone, with the same CUDA settings).
+m2n=${M2N_GPU_M2N:-}
+mlir_dir=${MLIR_DIR:-/usr/lib/llvm-22/lib/cmake/mlir}
+if [ -z "$m2n" ] && [ -d "$mlir_dir" ]; then
+  phase m2n 300 bash -c 'cmake -S "$1" -B "$2/m2n" -G "$3" \
+      -DCMAKE_BUILD_TYPE=Release -DMLIR_DIR="$4" -DM2N_ENABLE_TESTS=OFF \
+      -DM2N_RUNTIME_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$5" "${@:6}" &&
+    cmake --build "$2/m2n" -j 16 --target m2n' \
+    _ "$top" "$build" "$generator" "$mlir_dir" "$arch" \
+    ${cmake_args[@]+"${cmake_args[@]}"} && m2n=$build/m2n/bin/m2n
+fi
+if [ -n "$m2n" ] && [ -x "$m2n" ]; then
+  e2e=$build/e2e
+  mkdir -p "$e2e/bin"
+  ln -sf "$m2n" "$e2e/bin/m2n"
+  phase cuda-local 150 env PATH="$e2e/bin:$PATH" python3 \
+    "$top/test/E2E/refit_e2e.py" --backend cuda-local --work "$e2e/local" \
+    "$top"/test/E2E/Inputs/*.json
+  # NCCL takes one rank per GPU: the specs of no more ranks than GPUs.
+  gpus=$(timeout 20 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  nccl_specs=()
+  for spec in "$top"/test/E2E/Inputs/*.json "$top/scripts/gpu-check-one-rank.json"; do
+    ranks=$(python3 -c 'import json, sys
+spec = json.load(open(sys.argv[1]))
+def ranks(mesh):
+    r = mesh["ranks"]
+    n = 1
+    for extent in mesh["shape"]:
+        n *= extent
+    return r if isinstance(r, list) else range(r["start"], r["start"] + n)
+print(max(max(ranks(m)) for m in spec["meshes"]) + 1)' "$spec")
+    [ "$ranks" -le "${gpus:-0}" ] && nccl_specs+=("$spec")
+  done
+  if ! command -v mpirun >/dev/null 2>&1; then
+    results+=("$(printf '%-10s %-8s' nccl 'SKIP (no mpirun)')")
+  elif [ ${#nccl_specs[@]} -eq 0 ]; then
+    results+=("$(printf '%-10s %-8s' nccl "SKIP (no spec fits ${gpus:-0} GPUs)")")
+  else
+    phase nccl 150 env PATH="$e2e/bin:$PATH" python3 \
+      "$top/test/E2E/refit_e2e.py" --backend nccl --work "$e2e/nccl" \
+      "${nccl_specs[@]}"
+  fi
+else
+  results+=("$(printf '%-10s %-8s' e2e 'FAIL (no m2n with the GPU path: set M2N_GPU_M2N, or install LLVM and MLIR 22)')")
+  failed=1
+fi
+
 if [ $built = 1 ]; then
   phase bench 90 "$build/bench/m2n_cuda_pack_bench" 1
 fi
@@ -152,6 +205,12 @@ if [ -f "$logs/plans.log" ]; then
     "$(grep -c '^M2N_PLAN .* SKIP' "$logs/plans.log") skipped"
   grep -E '^M2N_PLAN .* (FAIL|SKIP)' "$logs/plans.log" | sed 's/^/    /'
 fi
+for backend in cuda-local nccl; do
+  if [ -f "$logs/$backend.log" ]; then
+    echo "  $backend: $(grep -E 'refits right' "$logs/$backend.log")"
+    grep -E '^FAIL' "$logs/$backend.log" | sed 's/^/    /'
+  fi
+done
 if [ -f "$logs/bench.log" ]; then
   grep -vE '^M2N_BENCH' "$logs/bench.log" | sed 's/^/  /'
   grep -E '^M2N_BENCH' "$logs/bench.log" | sed 's/^/  /'

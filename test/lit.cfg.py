@@ -3,6 +3,7 @@
 
 import os
 import shutil
+import subprocess
 import sys
 
 import lit.formats
@@ -26,6 +27,11 @@ config.substitutions.append(("%python", sys.executable))
 # The MPI end-to-end tests run where mpirun is.
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
+# Where an NVIDIA GPU is, the GPU backends run (scripts/gpu-check.sh); the
+# tests of their refusal without one do not.
+if shutil.which("nvidia-smi") and subprocess.run(
+        ["nvidia-smi", "-L"], capture_output=True).returncode == 0:
+    config.available_features.add("cuda-gpu")
 # Open MPI refuses to run as root unless told, as in containers and CI.
 config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
 config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"

@@ -41,32 +41,15 @@ constexpr int kDataTag = 1;
 constexpr int kFailureTag = 2;
 constexpr int kAgreeTag = 3;
 
-// What a rank tells the others in an agreement or when it fails; of a fixed
-// size, so that it travels as one buffer of bytes.
-struct Notice {
-  uint64_t planHash;
-  uint32_t ready;
-  uint32_t textSize;
-  char text[240];
-};
-static_assert(sizeof(Notice) == 256, "a notice is 256 bytes");
+// What a rank tells the others in an agreement or when it fails travels as
+// an AgreeNotice (transport.h); a failure's text is its why.
+using Notice = AgreeNotice;
 
 Notice makeNotice(uint64_t planHash, bool ready, const std::string &text) {
-  Notice notice = {};
-  notice.planHash = planHash;
-  notice.ready = ready ? 1 : 0;
-  std::string fitted = text;
-  if (fitted.size() > sizeof(notice.text))
-    fitted = fitted.substr(0, sizeof(notice.text) - 3) + "...";
-  notice.textSize = static_cast<uint32_t>(fitted.size());
-  std::memcpy(notice.text, fitted.data(), fitted.size());
-  return notice;
+  return agreeNotice({planHash, ready, text});
 }
 
-std::string noticeText(const Notice &notice) {
-  return std::string(notice.text,
-                     std::min<size_t>(notice.textSize, sizeof(notice.text)));
-}
+std::string noticeText(const Notice &notice) { return agreeRecord(notice).why; }
 
 std::string mpiError(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -93,11 +76,12 @@ public:
 
   uint32_t rank() const override { return rank_; }
   uint32_t worldSize() const override { return size_; }
+  const char *name() const override { return "mpi"; }
   void setTimeout(double seconds) override { timeout_ = seconds; }
-  m2n_status_t agree(uint64_t planHash, bool ready,
-                     const std::string &why) override;
+  m2n_status_t agree(uint64_t planHash, bool ready, const std::string &why,
+                     DeviceImpl &device) override;
   m2n_status_t exchange(uint64_t step, const std::vector<TransferOp> &ops,
-                        void *stream) override;
+                        DeviceImpl &device) override;
   void abort(const std::string &why) override { fail(why); }
 
 private:
@@ -178,7 +162,7 @@ m2n_status_t MpiTransport::start() {
 }
 
 m2n_status_t MpiTransport::agree(uint64_t planHash, bool ready,
-                                 const std::string &why) {
+                                 const std::string &why, DeviceImpl &) {
   if (!failure_.empty())
     return failure();
   agreeMine_ = makeNotice(planHash, ready, why);
@@ -201,14 +185,13 @@ m2n_status_t MpiTransport::agree(uint64_t planHash, bool ready,
 
   std::vector<AgreeRecord> records(size_);
   for (uint32_t rank = 0; rank < size_; ++rank)
-    records[rank] = {agreeAll_[rank].planHash, agreeAll_[rank].ready != 0,
-                     noticeText(agreeAll_[rank])};
+    records[rank] = agreeRecord(agreeAll_[rank]);
   return agreementStatus(records);
 }
 
 m2n_status_t MpiTransport::exchange(uint64_t step,
                                     const std::vector<TransferOp> &ops,
-                                    void *) {
+                                    DeviceImpl &) {
   if (!failure_.empty())
     return failure();
   pending_.clear();

@@ -17,6 +17,12 @@
 // The first failure (an abort, a timeout, a mismatched message) is the
 // world's for good: every waiting and later call returns it.
 //
+// Ranks may keep their buffers on GPUs (CUDA executors, one stream each).
+// The receiver copies on its own device then, after the sender's mark (its
+// packs), and the sender's later work waits for the receiver's mark (the
+// copy), so that it does not overwrite staging that is still being read.
+// For host memory these are a memcpy and nothing.
+//
 //===----------------------------------------------------------------------===//
 
 #include "transport.h"
@@ -58,6 +64,7 @@ std::string rankList(const std::vector<uint32_t> &ranks) {
 struct SendGroup {
   size_t unfinished = 0; // posted and not yet copied out
   size_t copying = 0;    // being copied by a receiver now
+  std::vector<DeviceImpl *> receivers; // that copied, for the sender to wait on
 };
 
 // A send waiting in its mailbox, pointing into the sender's buffer unless
@@ -68,6 +75,7 @@ struct Posted {
   uint64_t bytes;
   bool pulled;
   SendGroup *group;
+  DeviceImpl *sender;
 };
 
 // One agreement: the n-th call of agree on every rank.
@@ -94,7 +102,7 @@ public:
   m2n_status_t agree(uint32_t rank, double timeout, const AgreeRecord &record,
                      std::vector<AgreeRecord> *out);
   m2n_status_t exchange(uint32_t rank, double timeout, uint64_t step,
-                        const std::vector<TransferOp> &ops);
+                        const std::vector<TransferOp> &ops, DeviceImpl &device);
   void abort(uint32_t rank, const std::string &why);
   void publish(uint32_t rank, const BufferTable *buffers);
 
@@ -109,7 +117,8 @@ private:
   }
   m2n_status_t receive(Lock &lock, uint32_t rank, double timeout,
                        const Deadline &deadline, uint64_t step,
-                       const TransferOp &op);
+                       const TransferOp &op, DeviceImpl &device);
+  m2n_status_t deviceFailed(uint32_t rank, m2n_status_t status);
   m2n_status_t awaitSends(Lock &lock, uint32_t rank, double timeout,
                           const Deadline &deadline, uint64_t step,
                           SendGroup &group);
@@ -225,12 +234,25 @@ m2n_status_t SimWorldState::agree(uint32_t rank, double timeout,
   return failure();
 }
 
+m2n_status_t SimWorldState::deviceFailed(uint32_t rank, m2n_status_t status) {
+  abortLocked(rank, m2n_status_message(status));
+  m2n_status_free(status);
+  return failure();
+}
+
 m2n_status_t SimWorldState::exchange(uint32_t rank, double timeout,
                                      uint64_t step,
-                                     const std::vector<TransferOp> &ops) {
+                                     const std::vector<TransferOp> &ops,
+                                     DeviceImpl &device) {
+  // What the sends read is ready once the work so far is.
+  m2n_status_t marked = device.mark();
   Lock lock(mutex_);
-  if (!failure_.empty())
+  if (!failure_.empty()) {
+    m2n_status_free(marked);
     return failure();
+  }
+  if (marked)
+    return deviceFailed(rank, marked);
   Deadline deadline = deadlineAfter(timeout);
   SendGroup group;
   for (const TransferOp &op : ops) {
@@ -238,7 +260,7 @@ m2n_status_t SimWorldState::exchange(uint32_t rank, double timeout,
       continue;
     mailbox(rank, op.peer)
         .push_back({step, static_cast<const uint8_t *>(op.data), op.bytes,
-                    op.pulled, &group});
+                    op.pulled, &group, &device});
     ++group.unfinished;
     wake_[op.peer].notify_all();
   }
@@ -247,20 +269,30 @@ m2n_status_t SimWorldState::exchange(uint32_t rank, double timeout,
   for (const TransferOp &op : ops) {
     if (op.kind != TransferOp::Receive)
       continue;
-    status = receive(lock, rank, timeout, deadline, step, op);
+    status = receive(lock, rank, timeout, deadline, step, op, device);
     if (status)
       break;
   }
   if (!status)
     status = awaitSends(lock, rank, timeout, deadline, step, group);
-  if (status)
+  if (status) {
     withdraw(lock, rank, group);
-  return status;
+    return status;
+  }
+  lock.unlock();
+  // No receiver touches the group any more. The next step may overwrite
+  // what they copied once their copies are done.
+  for (DeviceImpl *receiver : group.receivers)
+    if (m2n_status_t waited = device.waitFor(*receiver)) {
+      lock.lock();
+      return deviceFailed(rank, waited);
+    }
+  return nullptr;
 }
 
 m2n_status_t SimWorldState::receive(Lock &lock, uint32_t rank, double timeout,
                                     const Deadline &deadline, uint64_t step,
-                                    const TransferOp &op) {
+                                    const TransferOp &op, DeviceImpl &device) {
   std::deque<Posted> &box = mailbox(op.peer, rank);
   Wait wait = waitFor(lock, rank, deadline, [&] { return !box.empty(); });
   if (wait == Wait::TimedOut)
@@ -294,15 +326,24 @@ m2n_status_t SimWorldState::receive(Lock &lock, uint32_t rank, double timeout,
   ++posted.group->copying;
   const BufferTable *from = published_[op.peer], *to = published_[rank];
   lock.unlock();
-  if (op.pulled)
+  m2n_status_t status = nullptr;
+  if (op.pulled) {
     for (const Walk &walk : *op.walks)
       runWalk(walk, (*from)[walk.fromBinding], (*to)[walk.toBinding]);
-  else
-    std::memcpy(op.data, posted.data, op.bytes);
+  } else {
+    status = device.waitFor(*posted.sender);
+    if (!status)
+      status = device.copy(op.data, posted.data, op.bytes);
+    if (!status)
+      status = device.mark();
+  }
   lock.lock();
+  posted.group->receivers.push_back(&device);
   --posted.group->copying;
   --posted.group->unfinished;
   wake_[op.peer].notify_all(); // the sender
+  if (status)
+    return deviceFailed(rank, status);
   return nullptr;
 }
 
@@ -348,14 +389,16 @@ public:
 
   uint32_t rank() const override { return rank_; }
   uint32_t worldSize() const override { return world_->size(); }
+  const char *name() const override { return "sim"; }
+  std::string cannotCarry(const DeviceImpl &) const override { return ""; }
   bool sharesAddressSpace() const override { return true; }
   void publishBuffers(const BufferTable *buffers) override {
     world_->publish(rank_, buffers);
   }
   void setTimeout(double seconds) override { timeout_ = seconds; }
 
-  m2n_status_t agree(uint64_t planHash, bool ready,
-                     const std::string &why) override {
+  m2n_status_t agree(uint64_t planHash, bool ready, const std::string &why,
+                     DeviceImpl &) override {
     std::vector<AgreeRecord> records;
     M2N_RETURN_IF_ERROR(
         world_->agree(rank_, timeout_, {planHash, ready, why}, &records));
@@ -363,8 +406,8 @@ public:
   }
 
   m2n_status_t exchange(uint64_t step, const std::vector<TransferOp> &ops,
-                        void *) override {
-    return world_->exchange(rank_, timeout_, step, ops);
+                        DeviceImpl &device) override {
+    return world_->exchange(rank_, timeout_, step, ops, device);
   }
 
   void abort(const std::string &why) override { world_->abort(rank_, why); }

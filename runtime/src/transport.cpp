@@ -4,7 +4,9 @@
 
 #include "plan_internal.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace m2n {
 
@@ -28,6 +30,24 @@ m2n_status_t agreementStatus(const std::vector<AgreeRecord> &records) {
   if (message.empty())
     return nullptr;
   return m2n_status_create(M2N_STATUS_ABORTED, message.c_str());
+}
+
+AgreeNotice agreeNotice(const AgreeRecord &record) {
+  AgreeNotice notice = {};
+  notice.planHash = record.planHash;
+  notice.ready = record.ready ? 1 : 0;
+  std::string fitted = record.why;
+  if (fitted.size() > sizeof(notice.text))
+    fitted = fitted.substr(0, sizeof(notice.text) - 3) + "...";
+  notice.textSize = static_cast<uint32_t>(fitted.size());
+  std::memcpy(notice.text, fitted.data(), fitted.size());
+  return notice;
+}
+
+AgreeRecord agreeRecord(const AgreeNotice &notice) {
+  return {notice.planHash, notice.ready != 0,
+          std::string(notice.text, std::min<size_t>(notice.textSize,
+                                                    sizeof(notice.text)))};
 }
 
 std::string formatSeconds(double seconds) {

@@ -10,6 +10,13 @@
 //             NCCL group would be), matched between two ranks by their order
 //             within the step.
 //
+// Both take the executor's DeviceImpl (device.h): where its buffers live and,
+// on a GPU, the stream its work is ordered on. Host transports (mpi)
+// complete an exchange before they return; a stream-ordered one (nccl)
+// enqueues it on the device's stream and returns; sim, whose ranks share
+// the process, copies on the receiver's device, ordered after the sender's
+// packs and before the sender's next step by the devices' marks.
+//
 // A transport whose ranks share an address space (sim) can do better than
 // carry bytes from one staging buffer to another: each rank publishes its
 // bound buffers, and a receiver pulls a message itself, with walks from
@@ -18,14 +25,8 @@
 // orders it: a pull starts once the sender has posted the message, so
 // after every earlier step of the sender (a relay forwards what it
 // received then), and the sender's exchange ends once the pull is done, so
-// its buffers stay put meanwhile. A transport across address spaces (mpi)
-// keeps the staged path; one over CUDA IPC could pull as sim does.
-//
-// The interface leaves room for a device transport (NCCL on CUDA): buffers
-// are plain pointers whose kind memoryKind() states, and exchange takes the
-// caller's stream. Host transports (sim, mpi) complete the exchange before
-// they return and ignore the stream; a device transport would enqueue it on
-// the stream and return.
+// its buffers stay put meanwhile. Pulls run on the host, so executors
+// pull only in host memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,8 @@
 #define M2N_TRANSPORT_INTERNAL_H
 
 #include "m2n/transport.h"
+#include "device.h"
+#include "plan_internal.h"
 #include "walk.h"
 
 #include <cstdint>
@@ -41,13 +44,6 @@
 #include <vector>
 
 namespace m2n {
-
-/// Where the buffers of an exchange live.
-enum class MemoryKind { Host, Device };
-
-/// A rank's bound buffers by binding index, as it publishes them to the
-/// peers that pull from it.
-using BufferTable = std::vector<uint8_t *>;
 
 /// One message of an exchange, seen from this rank.
 struct TransferOp {
@@ -71,13 +67,41 @@ struct AgreeRecord {
   std::string why;        // when not ready
 };
 
+/// An AgreeRecord as it travels between processes: of a fixed size, so that
+/// it goes as one buffer of bytes (the why is cut to fit).
+struct AgreeNotice {
+  uint64_t planHash;
+  uint32_t ready;
+  uint32_t textSize;
+  char text[240];
+};
+static_assert(sizeof(AgreeNotice) == 256, "a notice is 256 bytes");
+
+AgreeNotice agreeNotice(const AgreeRecord &record);
+AgreeRecord agreeRecord(const AgreeNotice &notice);
+
 class TransportImpl {
 public:
   virtual ~TransportImpl() = default;
 
   virtual uint32_t rank() const = 0;
   virtual uint32_t worldSize() const = 0;
-  virtual MemoryKind memoryKind() const { return MemoryKind::Host; }
+  /// The transport's kind, for messages: "sim", "mpi", "nccl", ...
+  virtual const char *name() const = 0;
+  /// "" when it can move buffers in the device's memory, else why not.
+  virtual std::string cannotCarry(const DeviceImpl &device) const {
+    if (device.memoryKind() == MemoryKind::Host)
+      return "";
+    return concat("the ", name(), " transport moves host memory only, not ",
+                  device.describe());
+  }
+  /// Whether exchanges are only enqueued on the device's stream. Such a
+  /// transport agrees on the first run only (and after a bind failed), so
+  /// that later runs neither wait nor break a CUDA graph capture.
+  virtual bool streamOrdered() const { return false; }
+  /// Whether the executor hands each step's messages to the caller
+  /// (m2n_executor_step_next) instead of calling exchange.
+  virtual bool external() const { return false; }
 
   /// Whether every peer lives in this rank's address space, so that
   /// messages may be pulled (TransferOp::pulled). Such a transport carries
@@ -97,16 +121,27 @@ public:
   /// agreementStatus of them, the same on every rank; or ABORTED when the
   /// group has failed.
   virtual m2n_status_t agree(uint64_t planHash, bool ready,
-                             const std::string &why) = 0;
+                             const std::string &why, DeviceImpl &device) = 0;
 
   /// Step `step`'s messages as one group, in record order. Between two
   /// ranks the k-th send of one matches the k-th receive of the other. On
   /// failure the transport has aborted the group: the peers are told.
-  virtual m2n_status_t
-  exchange(uint64_t step, const std::vector<TransferOp> &ops, void *stream) = 0;
+  virtual m2n_status_t exchange(uint64_t step,
+                                const std::vector<TransferOp> &ops,
+                                DeviceImpl &device) = 0;
+
+  /// Waits until the device's work so far, the transport's included, is
+  /// done. A stream-ordered transport watches its own failures meanwhile.
+  virtual m2n_status_t synchronize(DeviceImpl &device) {
+    return device.synchronize();
+  }
 
   /// Tells every peer that this rank failed because of `why`.
   virtual void abort(const std::string &why) = 0;
+
+  /// ABORTED when the transport has failed, which a transport that learns
+  /// of failures only as it waits (nccl, external) says before a run.
+  virtual m2n_status_t health() { return nullptr; }
 };
 
 /// The verdict on an agreement, the same text on every rank: NULL when all

@@ -29,7 +29,7 @@ int m2n_executor_c_copy(const void *plan_bytes, size_t size) {
   CHECK(!m2n_plan_load_memory(plan_bytes, size, &plan));
   CHECK(!m2n_sim_world_create(1, &world));
   CHECK(!m2n_sim_world_transport(world, 0, &transport));
-  CHECK(!m2n_executor_create(plan, transport, &executor));
+  CHECK(!m2n_executor_create(plan, transport, NULL, &executor));
   CHECK(!m2n_executor_bind(executor, "t", M2N_ROLE_SOURCE, source,
                            M2N_DTYPE_F32, 2, shape));
   CHECK(!m2n_executor_bind(executor, "t", M2N_ROLE_DESTINATION, destination,

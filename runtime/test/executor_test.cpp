@@ -165,7 +165,8 @@ protected:
     plan_ = loadPlan(relayPlan());
     ASSERT_EQ(m2n_sim_world_create(4, &world_), nullptr);
     ASSERT_EQ(m2n_sim_world_transport(world_, 2, &transport_), nullptr);
-    ASSERT_EQ(m2n_executor_create(plan_, transport_, &executor_), nullptr);
+    ASSERT_EQ(m2n_executor_create(plan_, transport_, nullptr, &executor_),
+              nullptr);
   }
   void TearDown() override {
     m2n_executor_destroy(executor_);
@@ -264,7 +265,8 @@ TEST(Executor, RejectsAWorldOfAnotherSize) {
   ASSERT_EQ(m2n_sim_world_create(3, &world), nullptr);
   ASSERT_EQ(m2n_sim_world_transport(world, 0, &transport), nullptr);
   m2n_executor_t executor = nullptr;
-  Outcome result = outcome(m2n_executor_create(plan, transport, &executor));
+  Outcome result =
+      outcome(m2n_executor_create(plan, transport, nullptr, &executor));
   EXPECT_EQ(result.code, M2N_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(result.message, "m2n_executor_create: <memory> is a plan for 4 "
                             "ranks, but the transport's group has 3");
@@ -290,7 +292,8 @@ TEST(Executor, AllFailWithTheReasonABindFailed) {
   SimRefit refit(copyAndPackPlan());
   refit.replaceRank(1, [&](m2n_transport_t transport) {
     m2n_executor_t executor = nullptr;
-    m2n_status_free(m2n_executor_create(refit.plan(), transport, &executor));
+    m2n_status_free(
+        m2n_executor_create(refit.plan(), transport, nullptr, &executor));
     int64_t shape[2] = {4, 3};
     uint16_t data[12];
     m2n_status_free(m2n_executor_bind(executor, "x", M2N_ROLE_DESTINATION, data,
@@ -395,7 +398,8 @@ TEST_P(Execution, OthersTimeOutWhenARankStopsMidway) {
   });
   refit.replaceRank(1, [&](m2n_transport_t transport) {
     m2n_status_free(transport->impl->agree(
-        PlanBytes{multiStepPlan()}.header().content_hash, true, ""));
+        PlanBytes{multiStepPlan()}.header().content_hash, true, "",
+        *createHostDevice()));
   });
   std::vector<Outcome> outcomes = refit.run();
   EXPECT_EQ(outcomes[0].code, M2N_STATUS_ABORTED);

@@ -36,6 +36,12 @@ int worldRank() {
   return rank;
 }
 
+int worldSize() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
 struct Outcome {
   m2n_status_code_t code = M2N_STATUS_OK;
   std::string message;
@@ -71,7 +77,7 @@ runPlan(const std::vector<uint8_t> &planBytes, m2n_transport_t transport,
       outcome(m2n_plan_load_memory(planBytes.data(), planBytes.size(), &plan));
   m2n_executor_t executor = nullptr;
   if (result.ok())
-    result = outcome(m2n_executor_create(plan, transport, &executor));
+    result = outcome(m2n_executor_create(plan, transport, nullptr, &executor));
   if (result.ok()) {
     RankBuffers buffers(plan, static_cast<uint32_t>(worldRank()));
     buffers.bindAll(executor, skip);
@@ -172,6 +178,111 @@ TEST(Mpi, RejectsAPlanForAnotherWorld) {
   m2n_transport_destroy(transport);
 }
 
+// Step by step over an external transport, the test moving each exchange
+// with its own MPI calls, as an engine's library would: every send and
+// receive posted at once, then all waited for (MPI matches messages between
+// two ranks in order, as the executor wants). Twice, so that the second
+// run agrees again and reuses staging.
+Outcome runStepWise(const std::vector<uint8_t> &planBytes) {
+  m2n_plan_t plan = nullptr;
+  Outcome result =
+      outcome(m2n_plan_load_memory(planBytes.data(), planBytes.size(), &plan));
+  m2n_transport_t transport = nullptr;
+  if (result.ok())
+    result = outcome(
+        m2n_transport_create_external(worldRank(), worldSize(), &transport));
+  m2n_executor_t executor = nullptr;
+  if (result.ok())
+    result = outcome(m2n_executor_create(plan, transport, nullptr, &executor));
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  for (uint32_t salt = 0; salt < 2 && result.ok(); ++salt) {
+    RankBuffers buffers(plan, static_cast<uint32_t>(worldRank()), salt);
+    buffers.bindAll(executor);
+    m2n_exchange_t x;
+    for (;;) {
+      result = outcome(m2n_executor_step_next(executor, &x));
+      if (!result.ok() || x.done)
+        break;
+      std::vector<MPI_Request> requests;
+      for (uint32_t i = 0; i < x.send_count; ++i)
+        MPI_Isend(x.sends[i].data, static_cast<int>(x.sends[i].bytes),
+                  MPI_BYTE, static_cast<int>(x.sends[i].peer), 0, comm,
+                  &requests.emplace_back());
+      for (uint32_t i = 0; i < x.receive_count; ++i)
+        MPI_Irecv(x.receives[i].data, static_cast<int>(x.receives[i].bytes),
+                  MPI_BYTE, static_cast<int>(x.receives[i].peer), 0, comm,
+                  &requests.emplace_back());
+      MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+                  MPI_STATUSES_IGNORE);
+      result = outcome(m2n_executor_step_complete(
+          executor, x.step, x.send_count, x.receive_count));
+      if (!result.ok())
+        break;
+    }
+    if (result.ok())
+      EXPECT_EQ(buffers.checkDestinations(), "") << "run " << salt;
+  }
+  MPI_Comm_free(&comm);
+  m2n_executor_destroy(executor);
+  m2n_transport_destroy(transport);
+  m2n_plan_destroy(plan);
+  return result;
+}
+
+TEST(Mpi, StepWiseOverTheCallersOwnMessages) {
+  for (const std::vector<uint8_t> &plan :
+       {copyAndPackPlan(), bigPlan(int64_t(1) << 20)}) {
+    Outcome result = runStepWise(plan);
+    EXPECT_TRUE(result.ok()) << result.message;
+  }
+}
+
+// Memory that says it is a GPU's; the executor asks the transport about it
+// before anything else.
+class GpuLookalike final : public DeviceImpl {
+public:
+  MemoryKind memoryKind() const override { return MemoryKind::Cuda; }
+  std::string describe() const override { return "CUDA device 0"; }
+  m2n_status_t load(const Program &, uint32_t, uint64_t) override {
+    return nullptr;
+  }
+  uint8_t *staging() const override { return nullptr; }
+  std::string checkBuffer(const void *) const override { return ""; }
+  m2n_status_t setBuffers(const BufferTable &) override { return nullptr; }
+  m2n_status_t copies() override { return nullptr; }
+  m2n_status_t packs(size_t) override { return nullptr; }
+  m2n_status_t unpacks(size_t) override { return nullptr; }
+  m2n_status_t copy(void *, const void *, uint64_t) override { return nullptr; }
+  m2n_status_t allocate(uint64_t, uint8_t **) override { return nullptr; }
+  m2n_status_t write(uint8_t *, const void *, uint64_t) override {
+    return nullptr;
+  }
+  m2n_status_t read(void *, const uint8_t *, uint64_t) override {
+    return nullptr;
+  }
+};
+
+TEST(Mpi, CarriesHostMemoryOnly) {
+  m2n_transport_t transport = mpiTransport();
+  m2n_device_s gpu{[](std::unique_ptr<DeviceImpl> *out) {
+    *out = std::make_unique<GpuLookalike>();
+    return m2n_status_t(nullptr);
+  }};
+  std::vector<uint8_t> bytes = copyAndPackPlan(); // 3 ranks
+  m2n_plan_t plan = nullptr;
+  ASSERT_EQ(m2n_plan_load_memory(bytes.data(), bytes.size(), &plan), nullptr);
+  m2n_executor_t executor = nullptr;
+  Outcome result =
+      outcome(m2n_executor_create(plan, transport, &gpu, &executor));
+  EXPECT_EQ(result.code, M2N_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(result.message, "m2n_executor_create: the mpi transport moves "
+                            "host memory only, not CUDA device 0");
+  EXPECT_EQ(executor, nullptr);
+  m2n_plan_destroy(plan);
+  m2n_transport_destroy(transport);
+}
+
 TEST(Mpi, AllFailWhenRanksHoldDifferentPlans) {
   // Ranks 1 and 2 hold variants of rank 0's plan: another staging budget.
   auto variant = [](int rank) {
@@ -218,7 +329,7 @@ TEST(Mpi, OthersFailWhenARankFailsMidway) {
   m2n_plan_t plan = nullptr;
   ASSERT_EQ(m2n_plan_load_memory(bytes.data(), bytes.size(), &plan), nullptr);
   m2n_executor_t executor = nullptr;
-  ASSERT_EQ(m2n_executor_create(plan, transport, &executor), nullptr);
+  ASSERT_EQ(m2n_executor_create(plan, transport, nullptr, &executor), nullptr);
   auto *buffers = new RankBuffers(plan, static_cast<uint32_t>(rank));
   buffers->bindAll(executor);
   Outcome result = outcome(m2n_executor_run(executor));

@@ -285,7 +285,7 @@ TEST(Pull, ReadsTheBuffersBoundForEachRun) {
     m2n_transport_t transport = nullptr;
     m2n_executor_t executor = nullptr;
     m2n_status_free(m2n_sim_world_transport(world, rank, &transport));
-    m2n_status_free(m2n_executor_create(plan, transport, &executor));
+    m2n_status_free(m2n_executor_create(plan, transport, nullptr, &executor));
     for (int run = 0; run < 2; ++run) {
       if (rank == 0) {
         m2n_status_free(m2n_executor_bind(executor, "x", M2N_ROLE_SOURCE,

@@ -174,7 +174,8 @@ inline Outcome SimRefit::runRank(int rank, int runs) {
     return result;
   }
   m2n_executor_t executor = nullptr;
-  result = outcome(m2n_executor_create(plans_[rank], transport, &executor));
+  result =
+      outcome(m2n_executor_create(plans_[rank], transport, nullptr, &executor));
   if (result.ok()) {
     if (executorHook_)
       executorHook_(rank, executor);

@@ -104,7 +104,10 @@ protected:
       m2n_transport_destroy(transport);
   }
   TransportImpl &rank(int rank) { return *transports_[rank]->impl; }
+  DeviceImpl &device(int rank) { return *devices_[rank]; }
 
+  std::unique_ptr<DeviceImpl> devices_[2] = {createHostDevice(),
+                                         createHostDevice()};
   m2n_sim_world_t world_ = nullptr;
   m2n_transport_t transports_[2] = {};
 };
@@ -120,7 +123,7 @@ TEST_F(SimPair, MatchesMessagesInOrderWithinAStep) {
     else
       ops = {{TransferOp::Receive, 0, first.data(), 3},
              {TransferOp::Receive, 0, second.data(), 2}};
-    outcomes[r] = outcome(rank(r).exchange(0, ops, nullptr));
+    outcomes[r] = outcome(rank(r).exchange(0, ops, device(r)));
   });
   EXPECT_TRUE(outcomes[0].ok()) << outcomes[0].message;
   EXPECT_TRUE(outcomes[1].ok()) << outcomes[1].message;
@@ -136,7 +139,7 @@ TEST_F(SimPair, ExchangesBothWaysAtOnce) {
     std::vector<TransferOp> ops = {
         {TransferOp::Receive, uint32_t(1 - r), theirs[r].data(), 2},
         {TransferOp::Send, uint32_t(1 - r), mine[r].data(), 2}};
-    EXPECT_EQ(rank(r).exchange(0, ops, nullptr), nullptr);
+    EXPECT_EQ(rank(r).exchange(0, ops, device(r)), nullptr);
   });
   EXPECT_EQ(theirs[0], mine[1]);
   EXPECT_EQ(theirs[1], mine[0]);
@@ -149,14 +152,14 @@ TEST_F(SimPair, AbortsOnMismatchedMessages) {
     std::vector<TransferOp> ops = {
         {r == 0 ? TransferOp::Send : TransferOp::Receive, uint32_t(1 - r),
          data.data(), r == 0 ? 8u : 4u}};
-    outcomes[r] = outcome(rank(r).exchange(0, ops, nullptr));
+    outcomes[r] = outcome(rank(r).exchange(0, ops, device(r)));
   });
   const char *expected = "rank 1 failed: in step 0 it expects 4 bytes from "
                          "rank 0, which sends 8 bytes in step 0";
   EXPECT_EQ(outcomes[0].message, expected);
   EXPECT_EQ(outcomes[1].message, expected);
   // The world stays failed.
-  EXPECT_EQ(outcome(rank(0).agree(1, true, "")).message, expected);
+  EXPECT_EQ(outcome(rank(0).agree(1, true, "", device(0))).message, expected);
 }
 
 TEST_F(SimPair, AbortsWhenOnlyOneEndPulls) {
@@ -173,7 +176,7 @@ TEST_F(SimPair, AbortsWhenOnlyOneEndPulls) {
       op.data = nullptr;
       op.pulled = true;
     }
-    outcomes[r] = outcome(rank(r).exchange(3, {op}, nullptr));
+    outcomes[r] = outcome(rank(r).exchange(3, {op}, device(r)));
   });
   const char *expected = "rank 1 failed: in step 3 it expects the 8 bytes "
                          "from rank 0 through staging, which sends them to "
@@ -185,7 +188,7 @@ TEST_F(SimPair, AbortsWhenOnlyOneEndPulls) {
 TEST_F(SimPair, AgreesAgainAndAgain) {
   onEveryRank(2, [&](int r) {
     for (int round = 0; round < 100; ++round)
-      ASSERT_EQ(rank(r).agree(42, true, ""), nullptr);
+      ASSERT_EQ(rank(r).agree(42, true, "", device(r)), nullptr);
   });
 }
 

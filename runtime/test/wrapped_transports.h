@@ -18,6 +18,10 @@ public:
       : inner_(std::move(inner)) {}
   uint32_t rank() const override { return inner_->rank(); }
   uint32_t worldSize() const override { return inner_->worldSize(); }
+  const char *name() const override { return inner_->name(); }
+  std::string cannotCarry(const DeviceImpl &device) const override {
+    return inner_->cannotCarry(device);
+  }
   bool sharesAddressSpace() const override {
     return inner_->sharesAddressSpace();
   }
@@ -25,13 +29,13 @@ public:
     inner_->publishBuffers(buffers);
   }
   void setTimeout(double seconds) override { inner_->setTimeout(seconds); }
-  m2n_status_t agree(uint64_t hash, bool ready,
-                     const std::string &why) override {
-    return inner_->agree(hash, ready, why);
+  m2n_status_t agree(uint64_t hash, bool ready, const std::string &why,
+                     DeviceImpl &device) override {
+    return inner_->agree(hash, ready, why, device);
   }
   m2n_status_t exchange(uint64_t step, const std::vector<TransferOp> &ops,
-                        void *stream) override {
-    return inner_->exchange(step, ops, stream);
+                        DeviceImpl &device) override {
+    return inner_->exchange(step, ops, device);
   }
   void abort(const std::string &why) override { inner_->abort(why); }
 
@@ -46,9 +50,9 @@ public:
   FailingTransport(std::unique_ptr<TransportImpl> inner, uint64_t failStep)
       : WrappedTransport(std::move(inner)), failStep_(failStep) {}
   m2n_status_t exchange(uint64_t step, const std::vector<TransferOp> &ops,
-                        void *stream) override {
+                        DeviceImpl &device) override {
     if (step != failStep_)
-      return inner_->exchange(step, ops, stream);
+      return inner_->exchange(step, ops, device);
     inner_->abort("injected failure");
     return m2n_status_create(M2N_STATUS_ABORTED, "injected failure");
   }

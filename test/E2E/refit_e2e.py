@@ -4,7 +4,7 @@ reference, compile the spec with `m2n compile`, run the plan with `m2n run`
 on a backend, and check every destination shard byte for byte against the
 reference.
 
-    refit_e2e.py --work DIR [--backend sim|mpi] [--topology FILE]
+    refit_e2e.py --work DIR [--backend sim|mpi|cuda-local|nccl] [--topology FILE]
                  [--random N] [SPEC ...]
 """
 
@@ -56,7 +56,7 @@ def one_case(spec_path, args, seed):
     run(compile_command)
     run_command = ["m2n", "run", plan, "--backend", args.backend,
                    "--src", src, "--dst", dst]
-    if args.backend == "mpi":
+    if args.backend in ("mpi", "nccl"):
         with open(spec_path) as f:
             ranks = world_size(json.load(f))
         run_command = ["mpirun", "--allow-run-as-root", "--oversubscribe",

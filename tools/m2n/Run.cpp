@@ -8,6 +8,14 @@
 // over MPI aborts the whole job, since a rank that stopped responding would
 // keep the others in MPI_Finalize forever.
 //
+// The GPU backends run the same way with every rank's shards in GPU memory:
+// cuda-local puts every rank of this process on GPU 0 (over the sim
+// transport), nccl is one process per rank under mpirun, rank r on GPU r mod
+// the device count, joined by an NCCL unique id that rank 0 passes over
+// MPI. Shards are copied to the GPU before the run and back after it. A
+// backend whose GPU or NCCL is missing fails before anything is read or
+// written.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
@@ -19,6 +27,7 @@
 #include "m2n/transport.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -37,6 +46,12 @@
 
 #ifdef M2N_HAVE_MPI
 #include <mpi.h>
+#endif
+
+#ifdef M2N_HAVE_CUDA
+#include "m2n/cuda.h"
+
+#include <cuda_runtime_api.h>
 #endif
 
 namespace m2n::driver {
@@ -88,7 +103,8 @@ struct Shard {
   uint32_t ndim;
   int64_t shape[M2N_PLAN_MAX_RANK];
   uint64_t byteSize;
-  void *data = nullptr;
+  void *data = nullptr;   // in host memory: the mapped input, or the output
+  void *device = nullptr; // its copy in GPU memory, for the GPU backends
 };
 
 /// How far a run has come, on the progress line. A rank's position is the
@@ -247,20 +263,22 @@ std::string allocateOutputs(RankWork &work) {
 /// ahead even when a bind failed: its agreement then fails every rank,
 /// instead of leaving the others waiting for this one.
 std::string execute(m2n_plan_t plan, m2n_transport_t transport,
-                    RankWork &work) {
+                    m2n_device_t device, RankWork &work) {
   m2n_executor_t executor = nullptr;
-  std::string error = take(m2n_executor_create(plan, transport, &executor));
+  std::string error =
+      take(m2n_executor_create(plan, transport, device, &executor));
   if (!error.empty())
     return error;
   if (work.progress)
     m2n_status_free(m2n_executor_set_step_callback(
         executor, StepProgress::begins, &*work.progress));
   for (const Shard &shard : work.shards) {
-    if (!shard.data && shard.byteSize > 0)
+    void *data = device ? shard.device : shard.data;
+    if (!data && shard.byteSize > 0)
       continue;
-    std::string bindError = take(
-        m2n_executor_bind(executor, shard.name.c_str(), shard.role,
-                          shard.data, shard.dtype, shard.ndim, shard.shape));
+    std::string bindError =
+        take(m2n_executor_bind(executor, shard.name.c_str(), shard.role, data,
+                               shard.dtype, shard.ndim, shard.shape));
     if (error.empty())
       error = bindError;
   }
@@ -317,11 +335,129 @@ std::string prepare(m2n_plan_t plan, const RunOptions &options,
   return error;
 }
 
+/// A rank's shards in GPU memory for the GPU backends: the sources copied
+/// in before the run, the destinations copied out into their host buffers
+/// after it, on a stream of the rank's own. Made only when the backend's
+/// GPU was found (gpuMissing).
+class GpuShards {
+public:
+  GpuShards() = default;
+  GpuShards(const GpuShards &) = delete;
+  GpuShards &operator=(const GpuShards &) = delete;
+  ~GpuShards();
+
+  /// Allocates and fills the rank's shards on GPU `gpu`, and the device
+  /// the executor runs on.
+  std::string upload(int gpu, RankWork &work);
+  m2n_device_t device() const { return device_; }
+  /// Waits for the stream and copies the destinations back.
+  std::string download(RankWork &work);
+
+private:
+  int gpu_ = 0;
+  m2n_device_t device_ = nullptr;
+  std::vector<void *> buffers_;
+#ifdef M2N_HAVE_CUDA
+  cudaStream_t stream_ = nullptr;
+#endif
+};
+
+#ifdef M2N_HAVE_CUDA
+/// "" for success, else what failed and CUDA's words for why.
+std::string cudaError(cudaError_t error, const std::string &what) {
+  if (error == cudaSuccess)
+    return "";
+  return "CUDA: " + what + " failed: " + cudaGetErrorString(error);
+}
+
+GpuShards::~GpuShards() {
+  m2n_device_destroy(device_);
+  if (buffers_.empty() && !stream_)
+    return;
+  cudaSetDevice(gpu_);
+  for (void *buffer : buffers_)
+    cudaFree(buffer);
+  if (stream_)
+    cudaStreamDestroy(stream_);
+}
+
+std::string GpuShards::upload(int gpu, RankWork &work) {
+  gpu_ = gpu;
+  std::string error = cudaError(cudaSetDevice(gpu), "cudaSetDevice");
+  if (error.empty())
+    error =
+        cudaError(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                  "cudaStreamCreateWithFlags");
+  for (Shard &shard : work.shards) {
+    if (!error.empty() || shard.byteSize == 0)
+      continue;
+    error = cudaError(cudaMalloc(&shard.device, shard.byteSize),
+                      "cudaMalloc of " + std::to_string(shard.byteSize) +
+                          " bytes for tensor \"" + shard.name + "\"");
+    if (!error.empty())
+      break;
+    buffers_.push_back(shard.device);
+    if (shard.role == M2N_ROLE_SOURCE)
+      error = cudaError(cudaMemcpy(shard.device, shard.data, shard.byteSize,
+                                   cudaMemcpyHostToDevice),
+                        "copying tensor \"" + shard.name + "\" to the GPU");
+  }
+  // The runs wait for the refit, within the transport's timeout.
+  if (error.empty())
+    error = take(m2n_cuda_device_create(gpu, stream_,
+                                        M2N_CUDA_DEVICE_SYNCHRONIZE, &device_));
+  return error.empty() ? ""
+                       : "rank " + std::to_string(work.rank) + ": " + error;
+}
+
+std::string GpuShards::download(RankWork &work) {
+  std::string error = cudaError(cudaSetDevice(gpu_), "cudaSetDevice");
+  if (error.empty())
+    error = cudaError(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  for (Shard &shard : work.shards)
+    if (error.empty() && shard.role == M2N_ROLE_DESTINATION && shard.device)
+      error = cudaError(cudaMemcpy(shard.data, shard.device, shard.byteSize,
+                                   cudaMemcpyDeviceToHost),
+                        "copying tensor \"" + shard.name + "\" from the GPU");
+  return error.empty() ? ""
+                       : "rank " + std::to_string(work.rank) + ": " + error;
+}
+#else
+// This m2n has no GPU path: gpuMissing refuses the GPU backends first.
+GpuShards::~GpuShards() = default;
+std::string GpuShards::upload(int, RankWork &) {
+  return "this m2n was built without the GPU path";
+}
+std::string GpuShards::download(RankWork &) {
+  return "this m2n was built without the GPU path";
+}
+#endif
+
+/// Where the backend keeps the shards while it runs.
+enum class Memory { Host, Gpu };
+
+/// Runs the rank's part over `transport`, its shards on GPU `gpu` for
+/// Memory::Gpu. A rank whose shards cannot go to the GPU fails its peers
+/// at once rather than leave them waiting.
+std::string executeRank(m2n_plan_t plan, m2n_transport_t transport,
+                        Memory memory, int gpu, RankWork &work) {
+  if (memory == Memory::Host)
+    return execute(plan, transport, nullptr, work);
+  GpuShards shards;
+  std::string error = shards.upload(gpu, work);
+  if (!error.empty()) {
+    m2n_status_free(m2n_transport_abort(transport, error.c_str()));
+    return error;
+  }
+  error = execute(plan, transport, shards.device(), work);
+  return error.empty() ? shards.download(work) : error;
+}
+
 /// Runs every rank on a thread of its own. Every rank reports the same
 /// agreed failure, so each message is returned once.
 std::vector<std::string>
 executeAll(m2n_plan_t plan, m2n_sim_world_t world, double timeoutSeconds,
-           const std::vector<std::unique_ptr<RankWork>> &works) {
+           Memory memory, const std::vector<std::unique_ptr<RankWork>> &works) {
   std::vector<std::thread> threads;
   for (const std::unique_ptr<RankWork> &work : works)
     threads.emplace_back([&, work = work.get()] {
@@ -331,8 +467,9 @@ executeAll(m2n_plan_t plan, m2n_sim_world_t world, double timeoutSeconds,
       if (work->error.empty())
         work->error =
             take(m2n_transport_set_timeout(transport, timeoutSeconds));
+      // cuda-local: every rank on GPU 0.
       if (work->error.empty())
-        work->error = execute(plan, transport, *work);
+        work->error = executeRank(plan, transport, memory, 0, *work);
       m2n_transport_destroy(transport);
       if (work->progress)
         work->progress->done();
@@ -346,10 +483,10 @@ executeAll(m2n_plan_t plan, m2n_sim_world_t world, double timeoutSeconds,
   return errors;
 }
 
-/// All ranks on threads of this process; outputs are written only when
-/// every rank has succeeded.
+/// All ranks on threads of this process, their shards in `memory`;
+/// outputs are written only when every rank has succeeded.
 int runSim(m2n_plan_t plan, const m2n_plan_info_t &info,
-           const RunOptions &options) {
+           const RunOptions &options, Memory memory) {
   std::vector<std::unique_ptr<RankWork>> works;
   bool failed = false;
   for (uint32_t rank = 0; rank < info.world_size; ++rank) {
@@ -379,7 +516,7 @@ int runSim(m2n_plan_t plan, const m2n_plan_info_t &info,
       work->progress = StepProgress::Rank{&*steps, work->rank};
   }
   std::vector<std::string> errors =
-      executeAll(plan, world, options.timeoutSeconds, works);
+      executeAll(plan, world, options.timeoutSeconds, memory, works);
   m2n_sim_world_destroy(world);
   if (errors.empty()) {
     line.begin("m2n run: writing the outputs");
@@ -451,12 +588,50 @@ std::optional<bool> everyRank(bool ok, double seconds) {
   std::_Exit(1);
 }
 
+#ifdef M2N_HAVE_CUDA
+/// This rank's nccl transport, on GPU rank mod the device count (`gpu`):
+/// rank 0 makes the NCCL unique id and passes it to every rank over MPI,
+/// with a byte that says whether it could.
+std::string ncclTransport(int rank, int size, double timeout, int *gpu,
+                          m2n_transport_t *out) {
+  int count = 0;
+  std::string error =
+      cudaError(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  if (error.empty() && count == 0)
+    error = "no CUDA device";
+  if (error.empty()) {
+    *gpu = rank % count;
+    error = cudaError(cudaSetDevice(*gpu), "cudaSetDevice");
+  }
+  unsigned char id[M2N_CUDA_NCCL_UNIQUE_ID_BYTES + 1] = {};
+  unsigned char &made = id[M2N_CUDA_NCCL_UNIQUE_ID_BYTES];
+  if (rank == 0 && error.empty()) {
+    error =
+        take(m2n_cuda_nccl_get_unique_id(id, M2N_CUDA_NCCL_UNIQUE_ID_BYTES));
+    made = error.empty();
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Ibcast(id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD, &request) !=
+          MPI_SUCCESS ||
+      !waitFor(request, timeout))
+    abortJob(rank, "timed out waiting for rank 0's NCCL unique id");
+  if (!error.empty())
+    return error;
+  if (!made)
+    return "rank 0 could not make an NCCL unique id";
+  // Joining waits as long as --timeout says, unless the environment says.
+  setenv("M2N_NCCL_TIMEOUT_SECONDS", std::to_string(timeout).c_str(), 0);
+  return take(m2n_cuda_transport_create_nccl_unique_id(id, size, rank, out));
+}
+#endif
+
 /// This process is one rank; every rank checks its inputs, and the ranks
 /// agree before any data moves, so a bad input fails every rank. They agree
 /// again on the outcome before any output takes its name. Every wait has
-/// the timeout; a rank that waits past it aborts the job.
+/// the timeout; a rank that waits past it aborts the job. With `nccl`, the
+/// rank's shards are on its GPU and move over NCCL.
 int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
-           const RunOptions &options) {
+           const RunOptions &options, bool nccl) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized)
@@ -484,7 +659,13 @@ int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
     return 1;
   }
   m2n_transport_t transport = nullptr;
-  error = take(m2n_transport_create_mpi(nullptr, &transport));
+  int gpu = 0;
+#ifdef M2N_HAVE_CUDA
+  if (nccl)
+    error = ncclTransport(rank, size, timeout, &gpu, &transport);
+  else
+#endif
+    error = take(m2n_transport_create_mpi(nullptr, &transport));
   if (error.empty())
     error = take(m2n_transport_set_timeout(transport, timeout));
   std::string inputError = error.empty() ? prepare(plan, options, work) : "";
@@ -505,7 +686,8 @@ int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
   // A rank with a bad input still runs, unbound, so that the agreement
   // fails every rank instead of leaving them waiting.
   if (error.empty())
-    error = execute(plan, transport, work);
+    error = executeRank(plan, transport, nccl ? Memory::Gpu : Memory::Host,
+                        gpu, work);
   if (error.empty()) {
     line.begin("m2n run (rank " + std::to_string(rank) +
                "): writing the outputs");
@@ -533,19 +715,54 @@ int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
 }
 #endif
 
+/// The backends this m2n has, for messages: "sim, mpi, cuda-local, nccl".
+std::string backendList() {
+  std::string list = "sim";
+#ifdef M2N_HAVE_MPI
+  list += ", mpi";
+#endif
+  list += ", cuda-local";
+#ifdef M2N_HAVE_MPI
+  list += ", nccl";
+#endif
+  return list;
+}
+
+/// For a GPU backend, what it needs that is missing (the GPU path in this
+/// build, a CUDA GPU, NCCL), or "".
+std::string gpuMissing(const std::string &backend) {
+  if (backend != "cuda-local" && backend != "nccl")
+    return "";
+  std::string needs = "--backend " + backend + " needs ";
+#ifndef M2N_HAVE_CUDA
+  return needs + "the GPU path, which this m2n was built without (no CUDA "
+                 "toolkit or nccl.h was found when it was built)";
+#else
+  int count = 0;
+  cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess || count == 0)
+    return needs + "a CUDA GPU, and none is usable (" +
+           (error != cudaSuccess ? std::string(cudaGetErrorString(error))
+                                 : std::string("no device found")) +
+           ")";
+  if (backend == "nccl")
+    if (std::string why = take(m2n_cuda_nccl_load(nullptr)); !why.empty())
+      return needs + "NCCL, which is not available: " + why;
+  return "";
+#endif
+}
+
 /// What is wrong with the command line before anything is read or
 /// created, or "".
 std::string checkOptions(const RunOptions &options) {
-  bool known = options.backend == "sim";
-#ifdef M2N_HAVE_MPI
-  known = known || options.backend == "mpi";
-#endif
+  std::string list = backendList();
+  bool known = false;
+  for (llvm::StringRef name : llvm::split(list, ", "))
+    known = known || name == options.backend;
   if (!known)
-    return "unknown backend '" + options.backend + "'; this m2n has: sim"
-#ifdef M2N_HAVE_MPI
-           + ", mpi"
-#endif
-        ;
+    return "unknown backend '" + options.backend + "'; this m2n has: " + list;
+  if (std::string missing = gpuMissing(options.backend); !missing.empty())
+    return missing;
   if (!(options.timeoutSeconds >= 0))
     return "--timeout must not be negative";
   // Outputs would replace inputs of a colocated plan; equivalent() sees
@@ -585,11 +802,12 @@ int run(const RunOptions &options) {
     return 1;
   }
   int result = 1;
-  if (options.backend == "sim")
-    result = runSim(plan, info, options);
+  if (options.backend == "sim" || options.backend == "cuda-local")
+    result = runSim(plan, info, options,
+                    options.backend == "sim" ? Memory::Host : Memory::Gpu);
 #ifdef M2N_HAVE_MPI
   else
-    result = runMpi(plan, info, options);
+    result = runMpi(plan, info, options, options.backend == "nccl");
 #endif
   m2n_plan_destroy(plan);
   // Only once empty: over MPI another rank may have made it, or written to it.

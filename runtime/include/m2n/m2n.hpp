@@ -110,6 +110,13 @@ public:
     out->reset(transport);
     return status;
   }
+  /// The caller moves the messages (Executor::stepNext).
+  static Status external(int rank, int worldSize, Transport *out) {
+    m2n_transport_t transport = nullptr;
+    Status status(m2n_transport_create_external(rank, worldSize, &transport));
+    out->reset(transport);
+    return status;
+  }
   /// -1 and 0 without a transport.
   int rank() const {
     int rank = -1;
@@ -145,13 +152,17 @@ public:
   }
 };
 
+/// Where an executor's buffers live; an empty Device is host memory.
+class Device : public detail::Handle<m2n_device_s, m2n_device_destroy> {};
+
 /// The plan and the transport must outlive the executor.
 class Executor : public detail::Handle<m2n_executor_s, m2n_executor_destroy> {
 public:
   static Status create(const Plan &plan, const Transport &transport,
-                       Executor *out) {
+                       Executor *out, const Device &device = Device()) {
     m2n_executor_t executor = nullptr;
-    Status status(m2n_executor_create(plan.get(), transport.get(), &executor));
+    Status status(m2n_executor_create(plan.get(), transport.get(),
+                                      device.get(), &executor));
     out->reset(executor);
     return status;
   }
@@ -162,6 +173,14 @@ public:
                                     shape.data()));
   }
   Status run() { return Status(m2n_executor_run(get())); }
+  Status stepNext(m2n_exchange_t *out) {
+    return Status(m2n_executor_step_next(get(), out));
+  }
+  Status stepComplete(const m2n_exchange_t &exchange) {
+    return Status(m2n_executor_step_complete(get(), exchange.step,
+                                             exchange.send_count,
+                                             exchange.receive_count));
+  }
   m2n_executor_stats_t stats() const {
     m2n_executor_stats_t stats = {};
     m2n_status_free(m2n_executor_get_stats(get(), &stats));

@@ -25,6 +25,8 @@
 #ifndef M2N_PLAN_H
 #define M2N_PLAN_H
 
+#include "m2n/export.h"
+
 #include "m2n/plan_format.h"
 #include "m2n/status.h"
 
@@ -60,8 +62,8 @@ typedef struct m2n_plan_tensor_info_t {
   const char *name;
   size_t name_size;
   m2n_dtype_t dtype;
-  uint32_t rank;                       /* dimensions */
-  int64_t shape[M2N_PLAN_MAX_RANK];    /* unused dimensions 0 */
+  uint32_t rank;                    /* dimensions */
+  int64_t shape[M2N_PLAN_MAX_RANK]; /* unused dimensions 0 */
 } m2n_plan_tensor_info_t;
 
 /* A rank's share of the plan; all zero for a rank without work. */
@@ -79,18 +81,18 @@ typedef struct m2n_plan_binding_info_t {
   uint32_t tensor;
   m2n_role_t role;
   uint64_t byte_size;
-  int64_t offset[M2N_PLAN_MAX_RANK];   /* unused dimensions 0 */
+  int64_t offset[M2N_PLAN_MAX_RANK]; /* unused dimensions 0 */
   int64_t shape[M2N_PLAN_MAX_RANK];
 } m2n_plan_binding_info_t;
 
 /* Maps the file at `path` read-only and validates it. The file must not
  * change while the plan is loaded. On failure *out is NULL. */
-m2n_status_t m2n_plan_load_file(const char *path, m2n_plan_t *out);
+M2N_API m2n_status_t m2n_plan_load_file(const char *path, m2n_plan_t *out);
 
 /* Copies `size` bytes at `data` and validates them; `data` may be freed
  * once this returns. On failure *out is NULL. */
-m2n_status_t m2n_plan_load_memory(const void *data, size_t size,
-                                  m2n_plan_t *out);
+M2N_API m2n_status_t m2n_plan_load_memory(const void *data, size_t size,
+                                          m2n_plan_t *out);
 
 /* Loading checks the file's structure, so that running it stays within
  * its buffers, and then proves what it computes: every destination byte
@@ -103,51 +105,53 @@ m2n_status_t m2n_plan_load_memory(const void *data, size_t size,
 
 /* m2n_plan_load_file and m2n_plan_load_memory with `flags`, 0 or
  * M2N_PLAN_LOAD_TRUSTED; INVALID_ARGUMENT for any other bit. */
-m2n_status_t m2n_plan_load_file_flags(const char *path, uint32_t flags,
-                                      m2n_plan_t *out);
-m2n_status_t m2n_plan_load_memory_flags(const void *data, size_t size,
-                                        uint32_t flags, m2n_plan_t *out);
+M2N_API m2n_status_t m2n_plan_load_file_flags(const char *path, uint32_t flags,
+                                              m2n_plan_t *out);
+M2N_API m2n_status_t m2n_plan_load_memory_flags(const void *data, size_t size,
+                                                uint32_t flags,
+                                                m2n_plan_t *out);
 
 /* Frees `plan` and unmaps its file; NULL is allowed. */
-void m2n_plan_destroy(m2n_plan_t plan);
+M2N_API void m2n_plan_destroy(m2n_plan_t plan);
 
-m2n_status_t m2n_plan_get_info(m2n_plan_t plan, m2n_plan_info_t *out);
+M2N_API m2n_status_t m2n_plan_get_info(m2n_plan_t plan, m2n_plan_info_t *out);
 
 /* NOT_FOUND when `index` >= tensor_count. */
-m2n_status_t m2n_plan_get_tensor(m2n_plan_t plan, uint32_t index,
-                                 m2n_plan_tensor_info_t *out);
+M2N_API m2n_status_t m2n_plan_get_tensor(m2n_plan_t plan, uint32_t index,
+                                         m2n_plan_tensor_info_t *out);
 
 /* NOT_FOUND when `rank` >= world_size. */
-m2n_status_t m2n_plan_get_rank(m2n_plan_t plan, uint32_t rank,
-                               m2n_plan_rank_info_t *out);
+M2N_API m2n_status_t m2n_plan_get_rank(m2n_plan_t plan, uint32_t rank,
+                                       m2n_plan_rank_info_t *out);
 
 /* NOT_FOUND when `rank` or `index` is out of range. */
-m2n_status_t m2n_plan_get_binding(m2n_plan_t plan, uint32_t rank,
-                                  uint32_t index,
-                                  m2n_plan_binding_info_t *out);
+M2N_API m2n_status_t m2n_plan_get_binding(m2n_plan_t plan, uint32_t rank,
+                                          uint32_t index,
+                                          m2n_plan_binding_info_t *out);
 
 /* The index of the tensor named `name` (NUL-terminated); NOT_FOUND if
  * there is none. */
-m2n_status_t m2n_plan_find_tensor(m2n_plan_t plan, const char *name,
-                                  uint32_t *index);
+M2N_API m2n_status_t m2n_plan_find_tensor(m2n_plan_t plan, const char *name,
+                                          uint32_t *index);
 
 /* The plan as text (docs/plan-format.md gives the format): the header and
  * tensors, then every rank with work when `rank` is -1, or only `rank`.
  * The caller frees *text with m2n_free. */
-m2n_status_t m2n_plan_disassemble(m2n_plan_t plan, int rank, char **text);
+M2N_API m2n_status_t m2n_plan_disassemble(m2n_plan_t plan, int rank,
+                                          char **text);
 
 /* Frees memory that the runtime returned; NULL is allowed. */
-void m2n_free(void *pointer);
+M2N_API void m2n_free(void *pointer);
 
 /* The safetensors name of `dtype` ("BF16", "F32", ...); "UNKNOWN" for a
  * value that is not a dtype. */
-const char *m2n_dtype_name(m2n_dtype_t dtype);
+M2N_API const char *m2n_dtype_name(m2n_dtype_t dtype);
 
 /* Bytes per element of `dtype`; 0 for a value that is not a dtype. */
-int64_t m2n_dtype_size(m2n_dtype_t dtype);
+M2N_API int64_t m2n_dtype_size(m2n_dtype_t dtype);
 
 /* The dtype with safetensors name `name`; INVALID_ARGUMENT if none. */
-m2n_status_t m2n_dtype_from_name(const char *name, m2n_dtype_t *out);
+M2N_API m2n_status_t m2n_dtype_from_name(const char *name, m2n_dtype_t *out);
 
 #ifdef __cplusplus
 } /* extern "C" */

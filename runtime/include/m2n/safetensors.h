@@ -32,6 +32,8 @@
 #ifndef M2N_SAFETENSORS_H
 #define M2N_SAFETENSORS_H
 
+#include "m2n/export.h"
+
 #include "m2n/plan_format.h"
 #include "m2n/status.h"
 
@@ -46,12 +48,12 @@ typedef struct m2n_safetensors_s *m2n_safetensors_t;
 
 /* A tensor of a file. */
 typedef struct m2n_safetensors_tensor_t {
-  const char *name;                    /* NUL-terminated */
+  const char *name; /* NUL-terminated */
   m2n_dtype_t dtype;
-  uint32_t ndim;                       /* 0 .. M2N_PLAN_MAX_RANK */
-  int64_t shape[M2N_PLAN_MAX_RANK];    /* unused dimensions 0 */
-  const void *data;                    /* row-major, little-endian */
-  uint64_t byte_size;                  /* elements times the dtype's size */
+  uint32_t ndim;                    /* 0 .. M2N_PLAN_MAX_RANK */
+  int64_t shape[M2N_PLAN_MAX_RANK]; /* unused dimensions 0 */
+  const void *data;                 /* row-major, little-endian */
+  uint64_t byte_size;               /* elements times the dtype's size */
 } m2n_safetensors_tensor_t;
 
 /* An entry of the file's "__metadata__": free-form strings. */
@@ -62,30 +64,30 @@ typedef struct m2n_safetensors_metadata_t {
 
 /* Maps the file at `path` read-only and validates it. The file must not
  * change while it is loaded. On failure *out is NULL. */
-m2n_status_t m2n_safetensors_load_file(const char *path,
-                                       m2n_safetensors_t *out);
+M2N_API m2n_status_t m2n_safetensors_load_file(const char *path,
+                                               m2n_safetensors_t *out);
 
 /* Frees `file` and unmaps it; NULL is allowed. */
-void m2n_safetensors_destroy(m2n_safetensors_t file);
+M2N_API void m2n_safetensors_destroy(m2n_safetensors_t file);
 
 /* The number of tensors, and of metadata entries; 0 for NULL. */
-size_t m2n_safetensors_tensor_count(m2n_safetensors_t file);
-size_t m2n_safetensors_metadata_count(m2n_safetensors_t file);
+M2N_API size_t m2n_safetensors_tensor_count(m2n_safetensors_t file);
+M2N_API size_t m2n_safetensors_metadata_count(m2n_safetensors_t file);
 
 /* Tensor `index`, in order of name (bytewise); names, shapes and data stay
  * valid until the file is destroyed. NOT_FOUND past the end. */
-m2n_status_t m2n_safetensors_get_tensor(m2n_safetensors_t file, size_t index,
-                                        m2n_safetensors_tensor_t *out);
+M2N_API m2n_status_t m2n_safetensors_get_tensor(m2n_safetensors_t file,
+                                                size_t index,
+                                                m2n_safetensors_tensor_t *out);
 
 /* The tensor named `name`; NOT_FOUND if there is none. */
-m2n_status_t m2n_safetensors_find_tensor(m2n_safetensors_t file,
-                                         const char *name,
-                                         m2n_safetensors_tensor_t *out);
+M2N_API m2n_status_t m2n_safetensors_find_tensor(m2n_safetensors_t file,
+                                                 const char *name,
+                                                 m2n_safetensors_tensor_t *out);
 
 /* Metadata entry `index`, in order of key. NOT_FOUND past the end. */
-m2n_status_t m2n_safetensors_get_metadata(m2n_safetensors_t file,
-                                          size_t index,
-                                          m2n_safetensors_metadata_t *out);
+M2N_API m2n_status_t m2n_safetensors_get_metadata(
+    m2n_safetensors_t file, size_t index, m2n_safetensors_metadata_t *out);
 
 /* Writes `tensors` and `metadata` (either may be empty) to `path`. Names
  * must be unique, non-empty UTF-8 and not "__metadata__"; each byte_size
@@ -97,7 +99,7 @@ m2n_status_t m2n_safetensors_get_metadata(m2n_safetensors_t file,
  *
  * The bytes go to `path`.tmp.<pid>, which is synced and then renamed over
  * `path`; on any failure it is removed and `path` is left as it was. */
-m2n_status_t m2n_safetensors_write_file(
+M2N_API m2n_status_t m2n_safetensors_write_file(
     const char *path, const m2n_safetensors_tensor_t *tensors,
     size_t tensor_count, const m2n_safetensors_metadata_t *metadata,
     size_t metadata_count);

@@ -9,6 +9,8 @@
 #ifndef M2N_STATUS_H
 #define M2N_STATUS_H
 
+#include "m2n/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -40,22 +42,23 @@ typedef struct m2n_status_s *m2n_status_t;
 /* A status with `code` and a copy of `message`. M2N_STATUS_OK gives NULL.
  * If memory runs out the result is a preallocated status that carries the
  * code M2N_STATUS_RESOURCE_EXHAUSTED; freeing it is harmless. */
-m2n_status_t m2n_status_create(m2n_status_code_t code, const char *message);
+M2N_API m2n_status_t m2n_status_create(m2n_status_code_t code,
+                                       const char *message);
 
 /* The code of `status`; M2N_STATUS_OK for NULL. */
-m2n_status_code_t m2n_status_code(m2n_status_t status);
+M2N_API m2n_status_code_t m2n_status_code(m2n_status_t status);
 
 /* The message of `status`; "" for NULL. Valid until the status is freed. */
-const char *m2n_status_message(m2n_status_t status);
+M2N_API const char *m2n_status_message(m2n_status_t status);
 
 /* Frees `status`; NULL is allowed. */
-void m2n_status_free(m2n_status_t status);
+M2N_API void m2n_status_free(m2n_status_t status);
 
 /* The name of `code`: "OK", "INVALID_ARGUMENT", ...; "UNKNOWN" otherwise. */
-const char *m2n_status_code_name(m2n_status_code_t code);
+M2N_API const char *m2n_status_code_name(m2n_status_code_t code);
 
 /* The runtime's version. Any pointer may be NULL. */
-void m2n_version(int *major, int *minor, int *patch);
+M2N_API void m2n_version(int *major, int *minor, int *patch);
 
 #ifdef __cplusplus
 } /* extern "C" */

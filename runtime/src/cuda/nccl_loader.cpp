@@ -76,7 +76,7 @@ m2n_status_t resolveAll(void *handle, NcclApi *api) {
   resolve(handle, "ncclGroupEnd", &api->groupEnd, &missing);
   resolve(handle, "ncclSend", &api->send, &missing);
   resolve(handle, "ncclRecv", &api->recv, &missing);
-  resolve(handle, "ncclAllReduce", &api->allReduce, &missing);
+  resolve(handle, "ncclAllGather", &api->allGather, &missing);
   if (!missing.empty()) {
     std::string names;
     for (const std::string &name : missing)

@@ -35,7 +35,7 @@ struct NcclApi {
   decltype(&::ncclGroupEnd) groupEnd;
   decltype(&::ncclSend) send;
   decltype(&::ncclRecv) recv;
-  decltype(&::ncclAllReduce) allReduce;
+  decltype(&::ncclAllGather) allGather;
   /// The library's NCCL_VERSION_CODE.
   int version;
 };

@@ -2,6 +2,8 @@
 
 #include "cuda/nccl_transport.h"
 
+#include "device.h"
+
 #include "m2n/cuda.h"
 
 #include <algorithm>
@@ -61,7 +63,7 @@ NcclTransport::~NcclTransport() {
   if (agreeHost_)
     cudaFreeHost(agreeHost_);
   agreeDevice_.reset();
-  agreed_.reset();
+  waited_.reset();
 }
 
 m2n_status_t NcclTransport::borrow(ncclComm_t comm,
@@ -76,6 +78,9 @@ m2n_status_t NcclTransport::borrow(ncclComm_t comm,
       api->commUserRank(comm, &transport->rank_), "ncclCommUserRank"));
   M2N_RETURN_IF_ERROR(transport->settle(
       api->commCuDevice(comm, &transport->device_), "ncclCommCuDevice"));
+  DeviceGuard guard(transport->device_);
+  M2N_RETURN_IF_ERROR(guard.status());
+  M2N_RETURN_IF_ERROR(transport->waited_.create());
   *out = std::move(transport);
   return nullptr;
 }
@@ -103,6 +108,7 @@ m2n_status_t NcclTransport::create(const ncclUniqueId &id, int nranks, int rank,
       new NcclTransport(api, comm, /*owned=*/true));
   transport->device_ = device;
   M2N_RETURN_IF_ERROR(transport->settle(result, "joining the communicator"));
+  M2N_RETURN_IF_ERROR(transport->waited_.create());
   transport->size_ = nranks;
   transport->rank_ = rank;
   *out = std::move(transport);
@@ -113,7 +119,7 @@ bool NcclTransport::timedOut(int64_t startNs) const {
   return timeoutMs_ > 0 && nowNs() - startNs > timeoutMs_ * 1000000;
 }
 
-m2n_status_t NcclTransport::abort(const std::string &why) {
+m2n_status_t NcclTransport::fail(const std::string &why) {
   if (!aborted_) {
     api_->commAbort(comm_);
     aborted_ = true;
@@ -147,7 +153,7 @@ m2n_status_t NcclTransport::query() {
   const char *last = api_->getLastError(comm_);
   if (last && *last)
     why += concat(" (", last, ")");
-  return abort(why);
+  return fail(why);
 }
 
 m2n_status_t NcclTransport::health() {
@@ -171,9 +177,9 @@ m2n_status_t NcclTransport::settle(ncclResult_t result, const char *what) {
     if (state == ncclSuccess)
       return nullptr;
     if (state != ncclInProgress)
-      return abort(concat(what, " failed: ", api_->getErrorString(state)));
+      return fail(concat(what, " failed: ", api_->getErrorString(state)));
     if (timedOut(start))
-      return abort(concat(what, " timed out after ", timeoutMs_, " ms"));
+      return fail(concat(what, " timed out after ", timeoutMs_, " ms"));
     std::this_thread::sleep_for(kPollInterval);
   }
 }
@@ -188,40 +194,53 @@ m2n_status_t NcclTransport::wait(cudaEvent_t event, const char *what) {
       return cudaStatus(error, what);
     M2N_RETURN_IF_ERROR(query());
     if (timedOut(start))
-      return abort(concat(what, " timed out after ", timeoutMs_,
-                          " ms (set M2N_NCCL_TIMEOUT_SECONDS or "
-                          "m2n_cuda_transport_set_timeout_ms)"));
+      return fail(concat(what, " timed out after ", timeoutMs_,
+                         " ms (set M2N_NCCL_TIMEOUT_SECONDS or "
+                         "m2n_transport_set_timeout)"));
     std::this_thread::sleep_for(kPollInterval);
   }
 }
 
-m2n_status_t NcclTransport::enqueue(const Transfer &transfer,
-                                    cudaStream_t stream) {
-  for (uint64_t done = 0; done < transfer.bytes; done += chunkBytes_) {
-    uint64_t bytes = std::min(chunkBytes_, transfer.bytes - done);
-    int peer = static_cast<int>(transfer.peer);
-    ncclResult_t result = transfer.send
-                              ? api_->send(transfer.data + done, bytes,
-                                           ncclChar, peer, comm_, stream)
-                              : api_->recv(transfer.data + done, bytes,
-                                           ncclChar, peer, comm_, stream);
+std::string NcclTransport::cannotCarry(const DeviceImpl &device) const {
+  if (device.memoryKind() != MemoryKind::Cuda)
+    return concat("the nccl transport moves CUDA memory only, not ",
+                  device.describe());
+  if (device.cudaDevice() != device_)
+    return concat("the communicator is on CUDA device ", device_,
+                  ", the executor's memory on ", device.describe());
+  return "";
+}
+
+m2n_status_t NcclTransport::enqueue(const TransferOp &op, cudaStream_t stream) {
+  bool send = op.kind == TransferOp::Send;
+  auto *data = static_cast<uint8_t *>(op.data);
+  for (uint64_t done = 0; done < op.bytes; done += chunkBytes_) {
+    uint64_t bytes = std::min(chunkBytes_, op.bytes - done);
+    int peer = static_cast<int>(op.peer);
+    ncclResult_t result =
+        send ? api_->send(data + done, bytes, ncclChar, peer, comm_, stream)
+             : api_->recv(data + done, bytes, ncclChar, peer, comm_, stream);
     if (result != ncclSuccess && result != ncclInProgress)
-      return ncclStatus(result, transfer.send ? "ncclSend" : "ncclRecv");
+      return ncclStatus(result, send ? "ncclSend" : "ncclRecv");
   }
   return nullptr;
 }
 
-m2n_status_t NcclTransport::exchange(const std::vector<Transfer> &transfers,
-                                     cudaStream_t stream) {
+m2n_status_t NcclTransport::exchange(uint64_t,
+                                     const std::vector<TransferOp> &ops,
+                                     DeviceImpl &device) {
   M2N_RETURN_IF_ERROR(health());
-  if (transfers.empty())
+  if (ops.empty())
     return nullptr;
+  DeviceGuard guard(device_);
+  M2N_RETURN_IF_ERROR(guard.status());
+  auto stream = static_cast<cudaStream_t>(device.stream());
   ncclResult_t result = api_->groupStart();
   if (result != ncclSuccess)
     return ncclStatus(result, "ncclGroupStart");
   m2n_status_t failed = nullptr;
-  for (const Transfer &transfer : transfers) {
-    if ((failed = enqueue(transfer, stream)))
+  for (const TransferOp &op : ops) {
+    if ((failed = enqueue(op, stream)))
       break;
   }
   // The group is closed even after a failure, so that NCCL's group state
@@ -234,38 +253,45 @@ m2n_status_t NcclTransport::exchange(const std::vector<Transfer> &transfers,
   return ended;
 }
 
-m2n_status_t NcclTransport::agree(uint64_t hash, cudaStream_t stream) {
+m2n_status_t NcclTransport::agree(uint64_t planHash, bool ready,
+                                  const std::string &why, DeviceImpl &device) {
   M2N_RETURN_IF_ERROR(health());
+  DeviceGuard guard(device_);
+  M2N_RETURN_IF_ERROR(guard.status());
+  const size_t bytes = sizeof(AgreeNotice) * static_cast<size_t>(size_);
   if (!agreeHost_) {
-    M2N_RETURN_IF_ERROR(
-        agreeDevice_.allocate(2 * sizeof(uint64_t), "the plan agreement"));
-    M2N_CUDA_RETURN_IF_ERROR(cudaMallocHost(
-        reinterpret_cast<void **>(&agreeHost_), 2 * sizeof(uint64_t)));
-    M2N_RETURN_IF_ERROR(agreed_.create());
+    M2N_RETURN_IF_ERROR(agreeDevice_.allocate(bytes, "the plan agreement"));
+    M2N_CUDA_RETURN_IF_ERROR(
+        cudaMallocHost(reinterpret_cast<void **>(&agreeHost_), bytes));
   }
-  // One reduction gives both the largest hash and, through the largest
-  // complement, the smallest: the ranks agree when they are equal.
-  agreeHost_[0] = hash;
-  agreeHost_[1] = ~hash;
-  uint64_t *words = reinterpret_cast<uint64_t *>(agreeDevice_.get());
-  M2N_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-      words, agreeHost_, 2 * sizeof(uint64_t), cudaMemcpyHostToDevice, stream));
-  M2N_RETURN_IF_ERROR(settle(
-      api_->allReduce(words, words, 2, ncclUint64, ncclMax, comm_, stream),
-      "ncclAllReduce of the plan hash"));
-  M2N_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-      agreeHost_, words, 2 * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
-  M2N_CUDA_RETURN_IF_ERROR(cudaEventRecord(agreed_.get(), stream));
-  M2N_RETURN_IF_ERROR(wait(agreed_.get(), "agreeing on the plan"));
-  uint64_t largest = agreeHost_[0];
-  uint64_t smallest = ~agreeHost_[1];
-  if (largest == smallest)
-    return nullptr;
-  std::string message =
-      concat("plan mismatch across ranks: rank ", rank_, " runs plan ",
-             hex64(hash), ", but the ranks' plan hashes range from ",
-             hex64(smallest), " to ", hex64(largest));
-  return m2n_status_create(M2N_STATUS_ABORTED, message.c_str());
+  auto stream = static_cast<cudaStream_t>(device.stream());
+  AgreeNotice *all = reinterpret_cast<AgreeNotice *>(agreeDevice_.get());
+  agreeHost_[rank_] = agreeNotice({planHash, ready, why});
+  M2N_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(all + rank_, agreeHost_ + rank_,
+                                           sizeof(AgreeNotice),
+                                           cudaMemcpyHostToDevice, stream));
+  // In place: rank r's notice is already at its place in the gathered
+  // array, as ncclAllGather's in-place form wants.
+  M2N_RETURN_IF_ERROR(
+      settle(api_->allGather(all + rank_, all, sizeof(AgreeNotice), ncclChar,
+                             comm_, stream),
+             "ncclAllGather of the agreement"));
+  M2N_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(agreeHost_, all, bytes,
+                                           cudaMemcpyDeviceToHost, stream));
+  M2N_CUDA_RETURN_IF_ERROR(cudaEventRecord(waited_.get(), stream));
+  M2N_RETURN_IF_ERROR(wait(waited_.get(), "the agreement"));
+  std::vector<AgreeRecord> records;
+  for (int r = 0; r < size_; ++r)
+    records.push_back(agreeRecord(agreeHost_[r]));
+  return agreementStatus(records);
+}
+
+m2n_status_t NcclTransport::synchronize(DeviceImpl &device) {
+  DeviceGuard guard(device_);
+  M2N_RETURN_IF_ERROR(guard.status());
+  M2N_CUDA_RETURN_IF_ERROR(cudaEventRecord(
+      waited_.get(), static_cast<cudaStream_t>(device.stream())));
+  return wait(waited_.get(), "the refit");
 }
 
 } // namespace m2n::cuda
@@ -305,7 +331,7 @@ m2n_status_t m2n_cuda_nccl_get_unique_id(void *out, size_t size) {
 }
 
 m2n_status_t m2n_cuda_transport_create_nccl(void *nccl_comm,
-                                            m2n_cuda_transport_t *out) {
+                                            m2n_transport_t *out) {
   if (!out)
     return m2n_status_create(M2N_STATUS_INVALID_ARGUMENT,
                              "m2n_cuda_transport_create_nccl: out is NULL");
@@ -317,14 +343,14 @@ m2n_status_t m2n_cuda_transport_create_nccl(void *nccl_comm,
   std::unique_ptr<NcclTransport> nccl;
   M2N_RETURN_IF_ERROR(
       NcclTransport::borrow(static_cast<ncclComm_t>(nccl_comm), &nccl));
-  *out = new m2n_cuda_transport_s{std::move(nccl)};
+  *out = new m2n_transport_s{std::move(nccl)};
   return nullptr;
 }
 
 m2n_status_t
 m2n_cuda_transport_create_nccl_unique_id(const void *unique_id_bytes,
                                          int nranks, int rank,
-                                         m2n_cuda_transport_t *out) {
+                                         m2n_transport_t *out) {
   if (!out)
     return m2n_status_create(M2N_STATUS_INVALID_ARGUMENT,
                              "m2n_cuda_transport_create_nccl_unique_id: out "
@@ -341,22 +367,8 @@ m2n_cuda_transport_create_nccl_unique_id(const void *unique_id_bytes,
   std::memcpy(&id, unique_id_bytes, sizeof(id));
   std::unique_ptr<NcclTransport> nccl;
   M2N_RETURN_IF_ERROR(NcclTransport::create(id, nranks, rank, &nccl));
-  *out = new m2n_cuda_transport_s{std::move(nccl)};
+  *out = new m2n_transport_s{std::move(nccl)};
   return nullptr;
-}
-
-m2n_status_t m2n_cuda_transport_set_timeout_ms(m2n_cuda_transport_t transport,
-                                               int64_t milliseconds) {
-  if (!transport || milliseconds < 0)
-    return m2n_status_create(M2N_STATUS_INVALID_ARGUMENT,
-                             "m2n_cuda_transport_set_timeout_ms: needs a "
-                             "transport and a timeout >= 0");
-  transport->nccl->setTimeoutMs(milliseconds);
-  return nullptr;
-}
-
-void m2n_cuda_transport_destroy(m2n_cuda_transport_t transport) {
-  delete transport;
 }
 
 } // extern "C"

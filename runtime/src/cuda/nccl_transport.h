@@ -1,5 +1,13 @@
-//===- nccl_transport.h - Moving a step's messages with NCCL -----*- C++
-//-*-===//
+//===- nccl_transport.h - Moving a step's messages with NCCL ----*- C++ -*-===//
+//
+// The nccl transport: one process per rank, CUDA memory only. Exchanges
+// are enqueued on the executor's stream as one NCCL group; the agreement
+// gathers every rank's notice (transport.h) with one ncclAllGather, so
+// that its verdict is word for word that of the other transports. Host
+// waits on NCCL poll the work, the communicator's asynchronous error and
+// the time, and abort the communicator on error or timeout.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef M2N_CUDA_NCCL_TRANSPORT_H
 #define M2N_CUDA_NCCL_TRANSPORT_H
@@ -7,7 +15,7 @@
 #include "cuda/cuda_util.h"
 #include "cuda/nccl_loader.h"
 
-#include "m2n/status.h"
+#include "transport.h"
 
 #include <cuda_runtime_api.h>
 
@@ -18,17 +26,9 @@
 
 namespace m2n::cuda {
 
-/// One send or receive of a step, resolved to device memory.
-struct Transfer {
-  bool send = false;
-  uint32_t peer = 0; // communicator rank
-  uint8_t *data = nullptr;
-  uint64_t bytes = 0;
-};
-
 /// A communicator, borrowed or owned, and the waits on it. Once it has
 /// been aborted every call fails with ABORTED.
-class NcclTransport {
+class NcclTransport final : public TransportImpl {
 public:
   /// Bytes of one ncclSend or ncclRecv at most; longer transfers are split
   /// the same way on both peers. NCCL takes size_t counts, but staying
@@ -41,27 +41,32 @@ public:
   /// Over a new non-blocking communicator of `nranks` joined by `id`.
   static m2n_status_t create(const ncclUniqueId &id, int nranks, int rank,
                              std::unique_ptr<NcclTransport> *out);
-  ~NcclTransport();
+  ~NcclTransport() override;
 
-  void setTimeoutMs(int64_t milliseconds) { timeoutMs_ = milliseconds; }
   /// Splits transfers at `bytes` instead of kMaxChunkBytes (for tests).
   void setChunkBytes(uint64_t bytes) { chunkBytes_ = bytes; }
 
-  int size() const { return size_; }
-  int rank() const { return rank_; }
-  int device() const { return device_; }
+  uint32_t rank() const override { return static_cast<uint32_t>(rank_); }
+  uint32_t worldSize() const override { return static_cast<uint32_t>(size_); }
+  const char *name() const override { return "nccl"; }
+  std::string cannotCarry(const DeviceImpl &device) const override;
+  bool streamOrdered() const override { return true; }
+  void setTimeout(double seconds) override {
+    timeoutMs_ = static_cast<int64_t>(seconds * 1000);
+  }
 
-  /// Enqueues `transfers` on `stream` as one NCCL group, in order.
-  m2n_status_t exchange(const std::vector<Transfer> &transfers,
-                        cudaStream_t stream);
-  /// Checks on `stream` that every rank passes the same `hash`, and waits
-  /// for the verdict. ABORTED on every rank when they differ.
-  m2n_status_t agree(uint64_t hash, cudaStream_t stream);
-  /// Waits until `event` completes, watching the communicator for errors
-  /// and the timeout.
-  m2n_status_t wait(cudaEvent_t event, const char *what);
+  /// Gathers every rank's notice on the device's stream and waits for
+  /// them: the same verdict on every rank.
+  m2n_status_t agree(uint64_t planHash, bool ready, const std::string &why,
+                     DeviceImpl &device) override;
+  /// Enqueues the step's messages on the device's stream as one NCCL
+  /// group, in order.
+  m2n_status_t exchange(uint64_t step, const std::vector<TransferOp> &ops,
+                        DeviceImpl &device) override;
+  m2n_status_t synchronize(DeviceImpl &device) override;
+  void abort(const std::string &why) override { m2n_status_free(fail(why)); }
   /// ABORTED if the communicator failed or was aborted.
-  m2n_status_t health();
+  m2n_status_t health() override;
 
 private:
   NcclTransport(const NcclApi *api, ncclComm_t comm, bool owned);
@@ -69,9 +74,13 @@ private:
   m2n_status_t ncclStatus(ncclResult_t result, const char *what);
   /// Waits for a non-blocking communicator to finish the call in progress.
   m2n_status_t settle(ncclResult_t result, const char *what);
-  m2n_status_t abort(const std::string &why);
+  /// Aborts the communicator: ABORTED, saying why.
+  m2n_status_t fail(const std::string &why);
   bool timedOut(int64_t startNs) const;
-  m2n_status_t enqueue(const Transfer &transfer, cudaStream_t stream);
+  /// Waits until `event` completes, watching the communicator for errors
+  /// and the timeout.
+  m2n_status_t wait(cudaEvent_t event, const char *what);
+  m2n_status_t enqueue(const TransferOp &op, cudaStream_t stream);
 
   const NcclApi *api_;
   ncclComm_t comm_;
@@ -82,17 +91,13 @@ private:
   int device_ = 0;
   int64_t timeoutMs_;
   uint64_t chunkBytes_ = kMaxChunkBytes;
-  // The agreement's two words, on the device and pinned on the host.
+  // The agreement's notices, every rank's, on the device and pinned on the
+  // host; and the event of a host wait.
   DeviceBuffer agreeDevice_;
-  uint64_t *agreeHost_ = nullptr;
-  Event agreed_;
+  AgreeNotice *agreeHost_ = nullptr;
+  Event waited_;
 };
 
 } // namespace m2n::cuda
-
-/// The C handle.
-struct m2n_cuda_transport_s {
-  std::unique_ptr<m2n::cuda::NcclTransport> nccl;
-};
 
 #endif // M2N_CUDA_NCCL_TRANSPORT_H

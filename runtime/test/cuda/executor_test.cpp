@@ -38,57 +38,59 @@ TEST(CudaExecutor, CreateWithoutADeviceIsUnavailable) {
   std::string why;
   if (cudaDeviceAvailable(&why))
     GTEST_SKIP() << "a CUDA device is present";
-  Plan plan;
-  ASSERT_TRUE(loadPlan(planRefit(smallSpec()), &plan.plan));
-  m2n_cuda_executor_t executor = nullptr;
+  m2n_device_t device = nullptr;
   std::string message;
-  EXPECT_EQ(codeOf(m2n_cuda_executor_create(plan.plan, 0, nullptr, nullptr,
-                                            &executor),
-                   &message),
+  EXPECT_EQ(codeOf(m2n_cuda_device_create(-1, nullptr, 0, &device), &message),
             M2N_STATUS_UNAVAILABLE)
       << message;
   EXPECT_NE(message.find("CUDA"), std::string::npos) << message;
-  EXPECT_EQ(executor, nullptr);
+  EXPECT_EQ(device, nullptr);
 }
 
 TEST(CudaExecutor, RejectsBadArguments) {
   std::string message;
-  m2n_cuda_executor_t executor = nullptr;
-  EXPECT_EQ(
-      codeOf(m2n_cuda_executor_create(nullptr, 0, nullptr, nullptr, &executor),
-             &message),
-      M2N_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(codeOf(m2n_cuda_executor_run(nullptr), &message),
+  m2n_device_t device = nullptr;
+  EXPECT_EQ(codeOf(m2n_cuda_device_create(-1, nullptr, 0, nullptr), &message),
             M2N_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(codeOf(m2n_cuda_local_world_run(nullptr, 0), &message),
+  EXPECT_EQ(codeOf(m2n_cuda_device_create(-1, nullptr, 2, &device), &message),
             M2N_STATUS_INVALID_ARGUMENT);
-  m2n_cuda_executor_destroy(nullptr);
-  m2n_cuda_transport_destroy(nullptr);
+  EXPECT_NE(message.find("unknown flags 2"), std::string::npos) << message;
+  EXPECT_EQ(device, nullptr);
+  m2n_device_destroy(nullptr);
 }
 
+// Rank 1 of the small plan on the GPU, over an external transport: binding
+// needs no peer.
 class BoundExecutor : public ::testing::Test {
 protected:
   void SetUp() override {
     M2N_REQUIRE_GPU();
     ASSERT_TRUE(loadPlan(planRefit(smallSpec()), &plan_.plan));
-    ASSERT_TRUE(isOk(
-        m2n_cuda_executor_create(plan_.plan, 1, nullptr, nullptr, &exec_)));
+    m2n_device_t device = nullptr;
+    ASSERT_TRUE(isOk(m2n_cuda_device_create(-1, nullptr, 0, &device)));
+    ASSERT_TRUE(isOk(m2n_transport_create_external(1, 3, &transport_)));
+    ::testing::AssertionResult created =
+        isOk(m2n_executor_create(plan_.plan, transport_, device, &exec_));
+    m2n_device_destroy(device);
+    ASSERT_TRUE(created);
     ASSERT_TRUE(M2N_CUDA_OK(cudaMalloc(&buffer_, 4 * 3 * sizeof(float))));
   }
   void TearDown() override {
-    m2n_cuda_executor_destroy(exec_);
+    m2n_executor_destroy(exec_);
+    m2n_transport_destroy(transport_);
     cudaFree(buffer_);
   }
   m2n_status_code_t bind(const char *name, m2n_role_t role, void *pointer,
                          m2n_dtype_t dtype, std::vector<int64_t> shape) {
-    return codeOf(m2n_cuda_executor_bind(exec_, name, role, pointer, dtype,
-                                         static_cast<uint32_t>(shape.size()),
-                                         shape.data()),
+    return codeOf(m2n_executor_bind(exec_, name, role, pointer, dtype,
+                                    static_cast<uint32_t>(shape.size()),
+                                    shape.data()),
                   &message_);
   }
 
   Plan plan_;
-  m2n_cuda_executor_t exec_ = nullptr;
+  m2n_transport_t transport_ = nullptr;
+  m2n_executor_t exec_ = nullptr;
   void *buffer_ = nullptr;
   std::string message_;
 };
@@ -114,48 +116,28 @@ TEST_F(BoundExecutor, ChecksWhatIsBound) {
   float host[12];
   EXPECT_EQ(bind("w", dst, host, M2N_DTYPE_F32, {4, 3}),
             M2N_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(message_.find("not device memory"), std::string::npos) << message_;
+  EXPECT_EQ(message_, "tensor \"w\" destination on rank 1: the buffer is not "
+                      "device memory, expected memory of CUDA device 0");
   EXPECT_EQ(bind("w", dst, buffer_, M2N_DTYPE_F32, {4, 3}), M2N_STATUS_OK)
       << message_;
 }
 
-TEST_F(BoundExecutor, RunChecksBindingsAndTransport) {
-  // Rank 1 of three, no transport: only the local world can run it.
-  EXPECT_EQ(codeOf(m2n_cuda_executor_run(exec_), &message_),
-            M2N_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(message_.find("is not bound"), std::string::npos) << message_;
+TEST_F(BoundExecutor, ExternalTransportRunsStepByStep) {
   ASSERT_EQ(bind("w", M2N_ROLE_DESTINATION, buffer_, M2N_DTYPE_F32, {4, 3}),
             M2N_STATUS_OK);
-  EXPECT_EQ(codeOf(m2n_cuda_executor_run(exec_), &message_),
+  EXPECT_EQ(codeOf(m2n_executor_run(exec_), &message_),
             M2N_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(message_.find("m2n_cuda_local_world_run"), std::string::npos)
+  EXPECT_NE(message_.find("m2n_executor_step_next"), std::string::npos)
       << message_;
-  // A world of one executor for a plan of three ranks.
-  EXPECT_EQ(codeOf(m2n_cuda_local_world_run(&exec_, 1), &message_),
-            M2N_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(codeOf(m2n_cuda_executor_set_option(exec_,
-                                                M2N_CUDA_OPTION_SYNCHRONIZE, 2),
-                   &message_),
-            M2N_STATUS_INVALID_ARGUMENT);
-}
-
-TEST(CudaExecutor, LocalWorldNeedsEachRankOnce) {
-  M2N_REQUIRE_GPU();
-  Plan plan;
-  ASSERT_TRUE(loadPlan(planRefit(smallSpec()), &plan.plan));
-  DeviceWorld world(plan.plan);
-  ASSERT_TRUE(world.setUp());
-  std::vector<m2n_cuda_executor_t> twice = {
-      world.executors()[0], world.executors()[1], world.executors()[1]};
-  std::string message;
-  EXPECT_EQ(codeOf(m2n_cuda_local_world_run(twice.data(), 3), &message),
-            M2N_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(message.find("repeated"), std::string::npos) << message;
-  // In any order.
-  std::vector<m2n_cuda_executor_t> reversed(world.executors().rbegin(),
-                                            world.executors().rend());
-  ASSERT_TRUE(isOk(m2n_cuda_local_world_run(reversed.data(), 3)));
-  EXPECT_TRUE(world.check());
+  // The agreement's records are in device memory too.
+  m2n_exchange_t exchange;
+  ASSERT_TRUE(isOk(m2n_executor_step_next(exec_, &exchange)));
+  EXPECT_EQ(exchange.step, M2N_STEP_AGREEMENT);
+  ASSERT_EQ(exchange.send_count, 2u);
+  cudaPointerAttributes attributes = {};
+  ASSERT_TRUE(M2N_CUDA_OK(
+      cudaPointerGetAttributes(&attributes, exchange.sends[0].data)));
+  EXPECT_EQ(attributes.type, cudaMemoryTypeDevice);
 }
 
 } // namespace

@@ -30,7 +30,7 @@ TEST(NcclMissing, LoadIsUnavailableAndNamesWhatWasTried) {
   m2n_status_free(status);
 
   uint8_t id[M2N_CUDA_NCCL_UNIQUE_ID_BYTES] = {};
-  m2n_cuda_transport_t transport = nullptr;
+  m2n_transport_t transport = nullptr;
   status = m2n_cuda_transport_create_nccl_unique_id(id, 1, 0, &transport);
   EXPECT_EQ(m2n_status_code(status), M2N_STATUS_UNAVAILABLE)
       << m2n_status_message(status);

@@ -9,6 +9,7 @@
 #include "device_world.h"
 #include "refit_cases.h"
 
+#include "cuda/cuda_device.h"
 #include "cuda/nccl_transport.h"
 
 #include <numeric>
@@ -33,7 +34,7 @@ struct Plan {
 };
 
 /// A communicator of one rank on the current device.
-::testing::AssertionResult oneRankTransport(m2n_cuda_transport_t *out) {
+::testing::AssertionResult oneRankTransport(m2n_transport_t *out) {
   uint8_t id[M2N_CUDA_NCCL_UNIQUE_ID_BYTES];
   if (auto ok = isOk(m2n_cuda_nccl_get_unique_id(id, sizeof(id))); !ok)
     return ok;
@@ -41,8 +42,8 @@ struct Plan {
 }
 
 struct Transport {
-  m2n_cuda_transport_t transport = nullptr;
-  ~Transport() { m2n_cuda_transport_destroy(transport); }
+  m2n_transport_t transport = nullptr;
+  ~Transport() { m2n_transport_destroy(transport); }
 };
 
 TEST(Nccl, LoadsAndReportsItsVersion) {
@@ -77,23 +78,24 @@ TEST(Nccl, OneRankRefit) {
                           layout({33}, {1}, {0}, 0)});
   Plan plan;
   ASSERT_TRUE(loadPlan(planRefit(spec), &plan.plan));
-  Transport transport;
-  ASSERT_TRUE(oneRankTransport(&transport.transport));
-  DeviceWorld world(plan.plan, {transport.transport});
+  {
+    m2n_transport_t transport = nullptr;
+    ASSERT_TRUE(oneRankTransport(&transport));
+    DeviceWorld world(plan.plan, {transport});
+    ASSERT_TRUE(world.setUp(M2N_CUDA_DEVICE_SYNCHRONIZE));
+    ASSERT_TRUE(world.run());
+    EXPECT_EQ(cudaStreamQuery(world.stream(0)), cudaSuccess);
+    EXPECT_TRUE(world.check());
+  }
+  m2n_transport_t transport = nullptr;
+  ASSERT_TRUE(oneRankTransport(&transport));
+  DeviceWorld world(plan.plan, {transport});
   ASSERT_TRUE(world.setUp());
   ASSERT_TRUE(world.run());
   EXPECT_TRUE(world.check());
 
-  m2n_cuda_executor_t executor = world.executors()[0];
+  // Later runs neither agree nor wait: they may be captured.
   ASSERT_TRUE(world.resetDestinations());
-  ASSERT_TRUE(isOk(
-      m2n_cuda_executor_set_option(executor, M2N_CUDA_OPTION_SYNCHRONIZE, 1)));
-  ASSERT_TRUE(world.run());
-  EXPECT_EQ(cudaStreamQuery(world.stream(0)), cudaSuccess);
-  EXPECT_TRUE(world.check());
-
-  ASSERT_TRUE(isOk(
-      m2n_cuda_executor_set_option(executor, M2N_CUDA_OPTION_SYNCHRONIZE, 0)));
   cudaGraph_t graph = nullptr;
   ASSERT_TRUE(M2N_CUDA_OK(cudaStreamBeginCapture(
       world.stream(0), cudaStreamCaptureModeThreadLocal)));
@@ -124,15 +126,44 @@ TEST(Nccl, CommunicatorMustMatchThePlan) {
   ASSERT_TRUE(loadPlan(planRefit(spec), &plan.plan));
   Transport transport;
   ASSERT_TRUE(oneRankTransport(&transport.transport));
-  m2n_cuda_executor_t executor = nullptr;
-  m2n_status_t status = m2n_cuda_executor_create(
-      plan.plan, 0, transport.transport, nullptr, &executor);
+  m2n_device_t device = nullptr;
+  ASSERT_TRUE(isOk(m2n_cuda_device_create(-1, nullptr, 0, &device)));
+  m2n_executor_t executor = nullptr;
+  m2n_status_t status =
+      m2n_executor_create(plan.plan, transport.transport, device, &executor);
   EXPECT_EQ(m2n_status_code(status), M2N_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(m2n_status_message(status)).find("rank 0 of 1"),
+  EXPECT_NE(std::string(m2n_status_message(status))
+                .find("is a plan for 2 ranks, but the transport's group has 1"),
             std::string::npos)
       << m2n_status_message(status);
   m2n_status_free(status);
   EXPECT_EQ(executor, nullptr);
+  m2n_device_destroy(device);
+}
+
+// Host memory cannot go over NCCL: refused at creation, naming both.
+TEST(Nccl, CarriesCudaMemoryOnly) {
+  M2N_REQUIRE_GPU();
+  M2N_REQUIRE_NCCL();
+  RefitSpec spec;
+  spec.name = "one-rank";
+  spec.tensors.push_back({"w",
+                          M2N_DTYPE_F32,
+                          {8},
+                          layout({8}, {1}, {kReplicate}, 0),
+                          layout({8}, {1}, {kReplicate}, 0)});
+  Plan plan;
+  ASSERT_TRUE(loadPlan(planRefit(spec), &plan.plan));
+  Transport transport;
+  ASSERT_TRUE(oneRankTransport(&transport.transport));
+  m2n_executor_t executor = nullptr;
+  m2n_status_t status =
+      m2n_executor_create(plan.plan, transport.transport, nullptr, &executor);
+  EXPECT_EQ(m2n_status_code(status), M2N_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(m2n_status_message(status),
+               "m2n_executor_create: the nccl transport moves CUDA memory "
+               "only, not host memory");
+  m2n_status_free(status);
 }
 
 // Sends and receives to itself, split into 1 MiB chunks, in one group;
@@ -142,7 +173,7 @@ TEST(Nccl, SelfExchangeInChunksAndGraphs) {
   M2N_REQUIRE_NCCL();
   Transport transport;
   ASSERT_TRUE(oneRankTransport(&transport.transport));
-  cuda::NcclTransport &nccl = *transport.transport->nccl;
+  auto &nccl = static_cast<cuda::NcclTransport &>(*transport.transport->impl);
   nccl.setChunkBytes(uint64_t(1) << 20);
   const uint64_t bytes = (uint64_t(3) << 20) + 5;
   std::vector<uint8_t> data(bytes);
@@ -155,8 +186,10 @@ TEST(Nccl, SelfExchangeInChunksAndGraphs) {
   cudaStream_t stream = nullptr;
   ASSERT_TRUE(
       M2N_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
-  std::vector<cuda::Transfer> transfers = {{true, 0, from, bytes},
-                                           {false, 0, to, bytes}};
+  std::vector<TransferOp> transfers = {{TransferOp::Send, 0, from, bytes},
+                                       {TransferOp::Receive, 0, to, bytes}};
+  std::unique_ptr<DeviceImpl> device;
+  ASSERT_TRUE(isOk(cuda::createCudaDevice(0, stream, false, &device)));
   auto received = [&]() -> ::testing::AssertionResult {
     std::vector<uint8_t> got(bytes);
     if (auto ok = M2N_CUDA_OK(cudaStreamSynchronize(stream)); !ok)
@@ -169,14 +202,15 @@ TEST(Nccl, SelfExchangeInChunksAndGraphs) {
       return ::testing::AssertionFailure() << "received bytes differ";
     return ::testing::AssertionSuccess();
   };
-  ASSERT_TRUE(isOk(nccl.exchange(transfers, stream)));
+  ASSERT_TRUE(isOk(nccl.exchange(0, transfers, *device)));
   EXPECT_TRUE(received());
 
   ASSERT_TRUE(M2N_CUDA_OK(cudaMemset(to, 0, bytes)));
   cudaGraph_t graph = nullptr;
   ASSERT_TRUE(M2N_CUDA_OK(
       cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal)));
-  ::testing::AssertionResult captured = isOk(nccl.exchange(transfers, stream));
+  ::testing::AssertionResult captured =
+      isOk(nccl.exchange(0, transfers, *device));
   ASSERT_TRUE(M2N_CUDA_OK(cudaStreamEndCapture(stream, &graph)));
   ASSERT_TRUE(captured);
   cudaGraphExec_t exec = nullptr;

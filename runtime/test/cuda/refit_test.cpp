@@ -2,8 +2,9 @@
 //
 // Each case runs three ways: on the host with plain walks (checks the
 // tests' planning and expectations), on the host through the kernel's code
-// (checks the kernel's tiling without a GPU), and on the GPU in a local
-// world (skipped without one). Plan files from `m2n compile` run the same
+// (checks the kernel's tiling without a GPU), and on the GPU in a sim
+// world, every rank a CUDA executor on a thread of its own (skipped
+// without one). Plan files from `m2n compile` run the same
 // way when M2N_TEST_PLAN_DIR names a directory of them.
 //
 //===----------------------------------------------------------------------===//
@@ -41,7 +42,9 @@ struct Plan {
 // Runs twice, so that reusing staging and tables across runs is checked.
 ::testing::AssertionResult runOnDevice(m2n_plan_t plan) {
   DeviceWorld world(plan);
-  for (auto step : {&DeviceWorld::setUp, &DeviceWorld::run, &DeviceWorld::check,
+  if (auto ok = world.setUp(); !ok)
+    return ok;
+  for (auto step : {&DeviceWorld::run, &DeviceWorld::check,
                     &DeviceWorld::resetDestinations, &DeviceWorld::run,
                     &DeviceWorld::check})
     if (auto ok = (world.*step)(); !ok)
@@ -65,9 +68,27 @@ TEST_P(Refit, KernelCodeOnHost) {
   EXPECT_TRUE(runOnHost(plan_.loaded(), Walker::kKernelOnHost));
 }
 
-TEST_P(Refit, LocalWorldOnGpu) {
+TEST_P(Refit, SimWorldOnGpu) {
   M2N_REQUIRE_GPU();
   EXPECT_TRUE(runOnDevice(plan_.plan));
+}
+
+// Step by step over external transports, twice: the agreement's records
+// and every message in device memory, moved by the test.
+TEST_P(Refit, StepWiseOnGpu) {
+  M2N_REQUIRE_GPU();
+  uint32_t world = plan_.loaded().worldSize();
+  std::vector<m2n_transport_t> transports(world, nullptr);
+  for (uint32_t r = 0; r < world; ++r)
+    ASSERT_TRUE(isOk(m2n_transport_create_external(
+        static_cast<int>(r), static_cast<int>(world), &transports[r])));
+  DeviceWorld devices(plan_.plan, transports);
+  ASSERT_TRUE(devices.setUp());
+  ASSERT_TRUE(devices.runStepWise());
+  ASSERT_TRUE(devices.check());
+  ASSERT_TRUE(devices.resetDestinations());
+  ASSERT_TRUE(devices.runStepWise());
+  EXPECT_TRUE(devices.check());
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Refit, ::testing::ValuesIn(refitCases()),
@@ -92,40 +113,12 @@ RefitSpec caseNamed(const std::string &name) {
   return {};
 }
 
-// The whole local world captured from rank 0's stream, replayed twice.
-TEST(LocalWorld, CapturesIntoAGraph) {
-  M2N_REQUIRE_GPU();
-  Plan plan;
-  ASSERT_TRUE(loadPlan(planRefit(caseNamed("ModelDirect")), &plan.plan));
-  DeviceWorld world(plan.plan);
-  ASSERT_TRUE(world.setUp());
-  cudaStream_t origin = world.stream(0);
-  cudaGraph_t graph = nullptr;
-  ASSERT_TRUE(M2N_CUDA_OK(
-      cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal)));
-  ::testing::AssertionResult ran = world.run();
-  ASSERT_TRUE(M2N_CUDA_OK(cudaStreamEndCapture(origin, &graph)));
-  ASSERT_TRUE(ran);
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_TRUE(M2N_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0)));
-  for (int replay = 0; replay < 2; ++replay) {
-    ASSERT_TRUE(world.resetDestinations());
-    ASSERT_TRUE(M2N_CUDA_OK(cudaGraphLaunch(exec, origin)));
-    EXPECT_TRUE(world.check()) << "replay " << replay;
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-}
-
-TEST(LocalWorld, SynchronizeOption) {
+TEST(SimWorld, SynchronizingDevices) {
   M2N_REQUIRE_GPU();
   Plan plan;
   ASSERT_TRUE(loadPlan(planRefit(caseNamed("Relay")), &plan.plan));
   DeviceWorld world(plan.plan);
-  ASSERT_TRUE(world.setUp());
-  for (m2n_cuda_executor_t executor : world.executors())
-    ASSERT_TRUE(isOk(m2n_cuda_executor_set_option(
-        executor, M2N_CUDA_OPTION_SYNCHRONIZE, 1)));
+  ASSERT_TRUE(world.setUp(M2N_CUDA_DEVICE_SYNCHRONIZE));
   ASSERT_TRUE(world.run());
   // Every stream is idle once a synchronizing run returns.
   for (uint32_t r = 0; r < world.executors().size(); ++r)
