@@ -10,6 +10,8 @@
 //   m2n run PLAN.m2n --backend sim --src DIR --dst DIR
 //                    [--progress | --no-progress]
 //   mpirun -np W m2n run PLAN.m2n --backend mpi --src DIR --dst DIR
+//   m2n run PLAN.m2n --backend cuda-local --src DIR --dst DIR
+//   mpirun -np W m2n run PLAN.m2n --backend nccl --src DIR --dst DIR
 //   m2n spec --model NAME --train AXES --gen AXES [-o SPEC.json]
 //            [--colocate] [--dtype DTYPE]
 //   m2n spec --list
@@ -103,7 +105,9 @@ cl::opt<std::string> runPlanPath(cl::Positional, cl::desc("<plan.m2n>"),
                                  cl::Required, cl::sub(runCommand));
 cl::opt<std::string> backend(
     "backend",
-    cl::desc("sim: every rank in this process; mpi: one process per rank"),
+    cl::desc("sim: every rank in this process; mpi: one process per rank; "
+             "cuda-local: every rank in this process, on one GPU; nccl: one "
+             "process per rank under mpirun, rank r on GPU r mod the count"),
     cl::init("sim"), cl::sub(runCommand));
 cl::opt<std::string> srcDir(
     "src", cl::desc("Where rank r reads rank{r}.safetensors"),

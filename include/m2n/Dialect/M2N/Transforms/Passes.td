@@ -109,8 +109,13 @@ def FusePass : Pass<"m2n-fuse", "mlir::ModuleOp"> {
     Packs all slices between one (sender, receiver) pair within a round,
     across tensors, into `m2n.message`s of at most `bucket-bytes`, splitting
     larger slices. A slice contiguous on both sides that fills at least half
-    a message goes zero-copy, in a message of its own. A bucket never exceeds half the staging budget, so
-    that a step can always hold one message each way.
+    a message goes zero-copy, in a message of its own. A bucket never
+    exceeds half the staging budget, so that a step can always hold one
+    message each way. A pair's forwards are packed root after root (the
+    source-side rank their bytes left from). Without an explicit
+    `bucket-bytes`, a plan that forwards is also fused in messages of its
+    busiest rank's bytes over 512, and the finer messages are kept where
+    the cost model, scheduling both, finds them clearly faster.
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
@@ -137,11 +142,13 @@ def SchedulePass : Pass<"m2n-schedule", "mlir::ModuleOp"> {
     rank's staging bytes per step within the budget, each rank's seconds by
     the cost model spread evenly over the steps, and messages sorted so
     that every rank issues its sends and receives in an order that matches
-    its peers. A plan without forwards takes the fewest steps the budget
-    allows; one with forwards as many as balance the pipelines' fill and
-    drain against each step's own cost. Records `num_steps` and
-    `staging_budget` on the refit. With `report`, a remark gives each plan's steps, messages, bytes,
-    staging peak, and the cost model's time against the lower bound.
+    its peers. Several schedules are built (message by message into a few
+    step counts, rounds one after another, and list schedules that fill
+    steps one after another with the ready messages that fit a share of
+    the busiest rank's work) and the one the cost model finds fastest is
+    kept. Records `num_steps` and `staging_budget` on the refit. With
+    `report`, a remark gives each plan's steps, messages, bytes, staging
+    peak, and the cost model's time against the lower bound.
   }];
   let options = [
     Option<"stagingBytes", "staging-bytes", "int64_t",
