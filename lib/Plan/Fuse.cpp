@@ -461,25 +461,33 @@ std::vector<Message> plan::fusedMessages(const Plan &plan,
   return std::move(split.messages);
 }
 
-/// Whether `plan` forwards anything, and its busiest rank's bytes either
-/// way.
-static std::pair<bool, int64_t> forwardsAndBusiest(const Plan &plan) {
+namespace {
+/// What fuseForSchedule reads of a plan before fusing it.
+struct Traffic {
   bool forwards = false;
+  /// The busiest rank's bytes either way, and all ranks' sends.
+  int64_t busiest = 0, total = 0;
+};
+} // namespace
+
+static Traffic trafficOf(const Plan &plan) {
+  Traffic traffic;
   llvm::DenseMap<int64_t, std::pair<int64_t, int64_t>> bytes;
   for (const TransferGroup &group : plan.groups)
     for (const Slice &slice : group.slices) {
-      forwards |= slice.origin == Origin::Destination;
+      traffic.forwards |= slice.origin == Origin::Destination;
       if (slice.isLocalCopy())
         continue;
       int64_t load =
           sliceBytes(group, slice) * static_cast<int64_t>(group.members.size());
       bytes[slice.sender].first += load;
       bytes[slice.receiver].second += load;
+      traffic.total += load;
     }
-  int64_t busiest = 0;
   for (const auto &entry : bytes)
-    busiest = std::max({busiest, entry.second.first, entry.second.second});
-  return {forwards, busiest};
+    traffic.busiest =
+        std::max({traffic.busiest, entry.second.first, entry.second.second});
+  return traffic;
 }
 
 /// The model's time for `plan` scheduled in `options`, or infinity when it
@@ -495,12 +503,17 @@ static double scheduledSeconds(Plan plan, const ScheduleOptions &options) {
 
 FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
                                 const ScheduleOptions &schedule) {
-  auto [forwards, busiest] = forwardsAndBusiest(plan);
+  // Trying costs a copy of the plan and two schedules: a plan that would
+  // have more messages than this keeps the model's bucket.
+  constexpr int64_t kMostFinerMessages = int64_t(1) << 18;
+  Traffic traffic = trafficOf(plan);
   FuseOptions smaller = options;
-  smaller.bucketBytes = std::max<int64_t>(1, busiest / kPipelineMessages);
+  smaller.bucketBytes =
+      std::max<int64_t>(1, traffic.busiest / kPipelineMessages);
   smaller.zeroCopyBytes = smaller.bucketBytes;
-  if (!forwards || !schedule.model ||
-      2 * smaller.bucketBytes > options.bucketBytes)
+  if (!traffic.forwards || !schedule.model ||
+      2 * smaller.bucketBytes > options.bucketBytes ||
+      traffic.total / smaller.bucketBytes > kMostFinerMessages)
     return fuse(plan, options);
   Plan finer = plan;
   FuseStats finerStats = fuse(finer, smaller);
