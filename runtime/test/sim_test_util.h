@@ -27,6 +27,18 @@ inline void onEveryRank(int worldSize, const std::function<void(int)> &body) {
     thread.join();
 }
 
+/// "" when every destination of every rank of `ranks` holds its box, else
+/// the first rank's problem.
+inline std::string
+checkEveryDestination(const std::vector<std::unique_ptr<RankBuffers>> &ranks) {
+  for (const auto &buffers : ranks) {
+    std::string problem = buffers->checkDestinations();
+    if (!problem.empty())
+      return problem;
+  }
+  return "";
+}
+
 /// A status as a value: code and message.
 struct Outcome {
   m2n_status_code_t code = M2N_STATUS_OK;
@@ -122,12 +134,7 @@ public:
 
   /// "" when every destination of every rank holds its box.
   std::string checkDestinations() const {
-    for (const auto &buffers : buffers_) {
-      std::string problem = buffers->checkDestinations();
-      if (!problem.empty())
-        return problem;
-    }
-    return "";
+    return checkEveryDestination(buffers_);
   }
 
   const std::vector<m2n_executor_stats_t> &stats() const { return stats_; }

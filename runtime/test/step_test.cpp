@@ -76,12 +76,7 @@ public:
   }
 
   std::string checkDestinations() const {
-    for (const auto &buffers : buffers_) {
-      std::string problem = buffers->checkDestinations();
-      if (!problem.empty())
-        return problem;
-    }
-    return "";
+    return checkEveryDestination(buffers_);
   }
 
 private:

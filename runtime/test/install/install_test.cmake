@@ -30,14 +30,9 @@ foreach(installed include/m2n/executor.h include/m2n/export.h
 endforeach()
 
 # The example is the page's C block after "## A worked example".
+include(${CMAKE_CURRENT_LIST_DIR}/doc_block.cmake)
 file(READ ${DOC} page)
-string(FIND "${page}" "## A worked example" at)
-string(SUBSTRING "${page}" ${at} -1 page)
-string(FIND "${page}" "```c\n" open)
-math(EXPR begin "${open} + 5")
-string(SUBSTRING "${page}" ${begin} -1 page)
-string(FIND "${page}" "\n```" close)
-string(SUBSTRING "${page}" 0 ${close} example)
+m2n_doc_block("${page}" "## A worked example" "```c" example)
 file(WRITE ${WORK}/example/main.c "${example}\n")
 # C for the example; C++ only to link the static library's C++ runtime.
 file(WRITE ${WORK}/example/CMakeLists.txt [=[
