@@ -967,10 +967,18 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   }
   double busiest = busiestWork(plan, model);
   std::optional<Schedule> best;
+  // How many schedules in a row were no better than the best: the counts
+  // go up, and past the best count the time mostly grows with them.
+  int worse = 0;
   auto keep = [&](Schedule schedule) {
-    if (!best || schedule.seconds < best->seconds)
+    if (!best || schedule.seconds < best->seconds) {
       best = std::move(schedule);
+      worse = 0;
+    } else {
+      ++worse;
+    }
   };
+  constexpr int kMostWorse = 4;
   std::vector<int64_t> counts =
       stepCounts(model, *llvm::max_element(chains), busiest);
   // Placing a message looks at every step of its window: the counts tried
@@ -980,7 +988,7 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   for (int64_t count : counts) {
     placements += static_cast<double>(plan.messages.size()) *
                   static_cast<double>(count);
-    if (best && placements > kMostPlacements)
+    if (best && (placements > kMostPlacements || worse >= kMostWorse))
       break;
     keep(placeMessages(plan, byRound, forwards ? &dependencies : nullptr,
                        chains, budget, model, count, busiest));
@@ -1002,8 +1010,9 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   constexpr double kMostLooks = 2e8;
   ListOrder order(plan, dependencies, byRound, rounds, chains);
   double looks = 0;
+  worse = 0;
   for (int64_t count : counts) {
-    if (looks > kMostLooks)
+    if (looks > kMostLooks || worse >= kMostWorse)
       break;
     keep(listSchedule(plan, order, budget, model, count, busiest, looks));
   }
