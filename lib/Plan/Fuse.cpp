@@ -6,7 +6,9 @@
 // a message closes when the next run of members does not fit. That keeps the
 // parts of a message adjacent in the plan, which is also the order in which
 // they sit in the tensors, and makes the result depend on nothing but the
-// plan and the bucket.
+// plan and the bucket. Forwards are the exception: a pair's go root after
+// root (the source-side rank their bytes left from), so that a forward waits
+// on few of the source side's messages.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,7 +84,7 @@ struct PairSlice {
   int32_t group = 0;
   int32_t slice = 0;
   int64_t bytes = 0;
-  /// Where the slice's root comes among its sender's (see rootKeys).
+  /// Where the slice's root comes among its sender's (see setRootKeys).
   int64_t rootKey = 0;
 
   bool samePair(const PairSlice &other) const {
@@ -144,8 +146,9 @@ static bool setRootKeys(const Plan &plan, std::vector<PairSlice> &slices) {
   return true;
 }
 
-/// Every remote slice of the plan, ordered by (round, sender, receiver) and
-/// then in plan order (group, then slice): the order fuse packs them in.
+/// Every remote slice of the plan, ordered by (round, sender, receiver),
+/// then by root where the plan forwards (see setRootKeys), and then in plan
+/// order (group, then slice): the order fuse packs them in.
 /// Slices are bucketed by pair rather than sorted: there are far fewer pairs
 /// than slices, and filling the buckets in plan order keeps that order
 /// within each.
