@@ -968,7 +968,9 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   double busiest = busiestWork(plan, model);
   std::optional<Schedule> best;
   // How many schedules in a row were no better than the best: the counts
-  // go up, and past the best count the time mostly grows with them.
+  // go up, and past the best count the time of placing messages into them
+  // mostly grows with them. (List schedules, which win most plans, are not
+  // so regular, and try every count.)
   int worse = 0;
   auto keep = [&](Schedule schedule) {
     if (!best || schedule.seconds < best->seconds) {
@@ -978,7 +980,7 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
       ++worse;
     }
   };
-  constexpr int kMostWorse = 4;
+  constexpr int kMostWorse = 2;
   std::vector<int64_t> counts =
       stepCounts(model, *llvm::max_element(chains), busiest);
   // Placing a message looks at every step of its window: the counts tried
@@ -1010,9 +1012,8 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   constexpr double kMostLooks = 2e8;
   ListOrder order(plan, dependencies, byRound, rounds, chains);
   double looks = 0;
-  worse = 0;
   for (int64_t count : counts) {
-    if (looks > kMostLooks || worse >= kMostWorse)
+    if (looks > kMostLooks)
       break;
     keep(listSchedule(plan, order, budget, model, count, busiest, looks));
   }
