@@ -851,23 +851,36 @@ private:
 /// and its ranks have room; and the source side's sends, the forwards and
 /// the direct messages overlap. Adds the ready messages it looked at to
 /// `looks`.
+namespace {
+/// The footprint of the message at each place of a ListOrder, in a
+/// StepLoads over all of a plan's messages, and the smallest seconds among
+/// them: the same for every list schedule of the plan.
+struct ListFootprints {
+  std::vector<StepLoads::Footprint> byPlace;
+  double smallest = std::numeric_limits<double>::infinity();
+
+  ListFootprints(const Plan &plan, const ListOrder &order,
+                 const StepLoads &loads) {
+    byPlace.reserve(order.messageAt.size());
+    for (uint32_t m : order.messageAt) {
+      byPlace.push_back(loads.footprint(plan.messages[m]));
+      smallest = std::min(smallest, byPlace.back().seconds);
+    }
+  }
+};
+} // namespace
+
 static Schedule listSchedule(const Plan &plan, const ListOrder &order,
-                             int64_t budget, const CostModel &model,
-                             int64_t planned, double busiest, double &looks) {
+                             const ListFootprints &footprints, int64_t budget,
+                             const CostModel &model, int64_t planned,
+                             double busiest, double &looks) {
   size_t count = plan.messages.size();
   std::vector<size_t> all(count);
   std::iota(all.begin(), all.end(), 0);
   StepLoads loads(plan, all, budget, &model);
   double share = busiest / static_cast<double>(planned);
+  double smallest = footprints.smallest;
   std::vector<uint32_t> inputs = order.inputs;
-  // Everything by place in the order, as ListOrder keeps it.
-  std::vector<StepLoads::Footprint> footprints;
-  footprints.reserve(count);
-  double smallest = std::numeric_limits<double>::infinity();
-  for (uint32_t m : order.messageAt) {
-    footprints.push_back(loads.footprint(plan.messages[m]));
-    smallest = std::min(smallest, footprints.back().seconds);
-  }
   // The ranks that no message fits in this step any more, by step + 1:
   // most waiting messages wait on those, and are passed over at a glance.
   std::vector<size_t> sendsFull(loads.slotCount(), 0),
@@ -885,7 +898,7 @@ static Schedule listSchedule(const Plan &plan, const ListOrder &order,
     arrived.clear();
     looks += static_cast<double>(ready.size());
     for (uint32_t p : ready) {
-      const StepLoads::Footprint &message = footprints[p];
+      const StepLoads::Footprint &message = footprints.byPlace[p];
       if (sendsFull[message.from] == step + 1 ||
           receivesFull[message.to] == step + 1 ||
           !loads.takeWithin(message, step, share)) {
@@ -1011,11 +1024,14 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   // them at a glance; the counts tried stop after a few seconds' worth.
   constexpr double kMostLooks = 2e8;
   ListOrder order(plan, dependencies, byRound, rounds, chains);
+  // Every StepLoads over all messages numbers the ranks alike.
+  ListFootprints footprints(plan, order, fewest);
   double looks = 0;
   for (int64_t count : counts) {
     if (looks > kMostLooks)
       break;
-    keep(listSchedule(plan, order, budget, model, count, busiest, looks));
+    keep(listSchedule(plan, order, footprints, budget, model, count, busiest,
+                      looks));
   }
   // A step left empty costs its overhead and moves nothing.
   std::vector<int64_t> renumbered(best->count, -1);

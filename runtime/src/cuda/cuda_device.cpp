@@ -84,6 +84,11 @@ public:
   m2n_status_t read(void *to, const uint8_t *from, uint64_t bytes) override;
 
 private:
+  /// Copies `bytes` on the stream and waits for them: what write and read
+  /// share.
+  m2n_status_t copyAndWait(void *to, const void *from, uint64_t bytes,
+                           cudaMemcpyKind kind);
+
   m2n_status_t launch(const RunsBatch &batch, const char *what);
   m2n_status_t uploadBases();
 
@@ -262,20 +267,20 @@ m2n_status_t CudaDevice::allocate(uint64_t bytes, uint8_t **out) {
   return nullptr;
 }
 
-m2n_status_t CudaDevice::write(uint8_t *to, const void *from, uint64_t bytes) {
+m2n_status_t CudaDevice::copyAndWait(void *to, const void *from,
+                                     uint64_t bytes, cudaMemcpyKind kind) {
   DeviceGuard guard(device_);
   M2N_RETURN_IF_ERROR(guard.status());
-  M2N_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream_));
+  M2N_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to, from, bytes, kind, stream_));
   return cudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 
+m2n_status_t CudaDevice::write(uint8_t *to, const void *from, uint64_t bytes) {
+  return copyAndWait(to, from, bytes, cudaMemcpyHostToDevice);
+}
+
 m2n_status_t CudaDevice::read(void *to, const uint8_t *from, uint64_t bytes) {
-  DeviceGuard guard(device_);
-  M2N_RETURN_IF_ERROR(guard.status());
-  M2N_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, stream_));
-  return cudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  return copyAndWait(to, from, bytes, cudaMemcpyDeviceToHost);
 }
 
 } // namespace
