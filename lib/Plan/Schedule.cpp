@@ -40,6 +40,8 @@
 
 #include "m2n/Plan/Schedule.h"
 
+#include "m2n/Plan/Parallel.h"
+
 #include "BoxIndex.h"
 #include "SliceRecords.h"
 
@@ -50,9 +52,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <tuple>
@@ -695,6 +699,27 @@ struct Schedule {
   int64_t stagingPeak = 0;
   double seconds = 0;
 };
+
+/// The fastest of numbered candidates offered from any thread, the lowest
+/// number among equals.
+class BestSchedule {
+public:
+  void offer(size_t index, Schedule candidate) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!best || candidate.seconds < best->seconds ||
+        (candidate.seconds == best->seconds && index < bestIndex)) {
+      best = std::move(candidate);
+      bestIndex = index;
+    }
+  }
+  /// The best so far; one was offered.
+  const Schedule &schedule() const { return *best; }
+
+private:
+  std::mutex mutex;
+  std::optional<Schedule> best;
+  size_t bestIndex = 0;
+};
 } // namespace
 
 /// With a model: every message into the step where it adds least to the
@@ -925,6 +950,40 @@ static Schedule listSchedule(const Plan &plan, const ListOrder &order,
   return placement;
 }
 
+/// placeMessages into each of `counts`, offered to `best` as candidates 0
+/// onwards. Placing a message looks at every step of its window, and past
+/// the best count the time of placing into more steps mostly grows with
+/// them: the counts stop after two in a row no better than the best, or
+/// when they would take more than a few seconds of a compile.
+static void placeCounts(const Plan &plan,
+                        const std::map<int64_t, std::vector<size_t>> &byRound,
+                        const Dependencies *dependencies,
+                        const std::vector<int64_t> &chains, int64_t budget,
+                        const CostModel &model,
+                        const std::vector<int64_t> &counts, double busiest,
+                        BestSchedule &best) {
+  constexpr int kMostWorse = 2;
+  constexpr double kMostPlacements = 5e7;
+  double placements = 0;
+  double fastest = std::numeric_limits<double>::infinity();
+  int worse = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    placements += static_cast<double>(plan.messages.size()) *
+                  static_cast<double>(counts[i]);
+    if (i > 0 && (placements > kMostPlacements || worse >= kMostWorse))
+      return;
+    Schedule placed = placeMessages(plan, byRound, dependencies, chains,
+                                    budget, model, counts[i], busiest);
+    if (placed.seconds < fastest) {
+      fastest = placed.seconds;
+      worse = 0;
+    } else {
+      ++worse;
+    }
+    best.offer(i, std::move(placed));
+  }
+}
+
 /// With a model, rounds one after another, as a plan of chains pipelined
 /// in chunks may still fit best: each round in the fewest steps its
 /// staging allows, its messages largest first where they add least.
@@ -962,7 +1021,8 @@ static Schedule lockstepRounds(
 static llvm::Expected<int64_t>
 balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
              const std::vector<int64_t> &rounds, int64_t budget,
-             const CostModel &model, ScheduleStats &stats) {
+             const CostModel &model, llvm::ThreadPoolInterface *pool,
+             ScheduleStats &stats) {
   if (plan.messages.empty())
     return 0;
   Dependencies dependencies(plan);
@@ -979,71 +1039,84 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
     chains = chainLengths(dependencies, byRound, plan.messages.size());
   }
   double busiest = busiestWork(plan, model);
-  std::optional<Schedule> best;
-  // How many schedules in a row were no better than the best: the counts
-  // go up, and past the best count the time of placing messages into them
-  // mostly grows with them. (List schedules, which win most plans, are not
-  // so regular, and try every count.)
-  int worse = 0;
-  auto keep = [&](Schedule schedule) {
-    if (!best || schedule.seconds < best->seconds) {
-      best = std::move(schedule);
-      worse = 0;
-    } else {
-      ++worse;
-    }
-  };
-  constexpr int kMostWorse = 2;
   std::vector<int64_t> counts =
       stepCounts(model, *llvm::max_element(chains), busiest);
-  // Placing a message looks at every step of its window: the counts tried
-  // stop when they would take more than a few seconds of a compile.
-  constexpr double kMostPlacements = 5e7;
-  double placements = 0;
-  for (int64_t count : counts) {
-    placements += static_cast<double>(plan.messages.size()) *
-                  static_cast<double>(count);
-    if (best && (placements > kMostPlacements || worse >= kMostWorse))
-      break;
-    keep(placeMessages(plan, byRound, forwards ? &dependencies : nullptr,
-                       chains, budget, model, count, busiest));
-  }
-  if (forwards)
-    keep(lockstepRounds(plan, byRound, budget, model));
   // The list schedules try the same counts, and the fewest that staging
   // allows and a little over: a plan without forwards has only those.
+  std::vector<int64_t> listCounts = counts;
   std::vector<size_t> all(plan.messages.size());
   std::iota(all.begin(), all.end(), 0);
   StepLoads fewest(plan, all, budget, &model);
   fewest.openFewest(plan, all);
   for (double over : {1.0, 1.1, 1.25, 1.5, 2.0})
-    counts.push_back(std::llround(over * static_cast<double>(fewest.steps())));
-  llvm::sort(counts);
-  counts.erase(llvm::unique(counts), counts.end());
+    listCounts.push_back(
+        std::llround(over * static_cast<double>(fewest.steps())));
+  llvm::sort(listCounts);
+  listCounts.erase(llvm::unique(listCounts), listCounts.end());
+
+  // The candidates are independent of each other, and run on the pool's
+  // threads: the placements into fixed counts (one after another, as
+  // they stop early), rounds in lockstep, and the first list schedule;
+  // then the list schedules of the other counts. Each is numbered in that
+  // order, and the fastest wins, the lowest number among equals, so that
+  // the result does not depend on the threads.
+  BestSchedule best;
+  size_t lockstepIndex = counts.size();
+  size_t firstListIndex = lockstepIndex + 1;
+  std::optional<ListOrder> order;
+  std::optional<ListFootprints> footprints;
+  double firstLooks = 0;
+  auto list = [&](size_t i, double &looks) {
+    best.offer(firstListIndex + i,
+               listSchedule(plan, *order, *footprints, budget, model,
+                            listCounts[i], busiest, looks));
+  };
+  std::array<std::function<void()>, 3> first = {
+      [&] {
+        placeCounts(plan, byRound, forwards ? &dependencies : nullptr, chains,
+                    budget, model, counts, busiest, best);
+      },
+      [&] {
+        if (forwards)
+          best.offer(lockstepIndex,
+                     lockstepRounds(plan, byRound, budget, model));
+      },
+      [&] {
+        order.emplace(plan, dependencies, byRound, rounds, chains);
+        // Every StepLoads over all messages numbers the ranks alike.
+        footprints.emplace(plan, *order, fewest);
+        list(0, firstLooks);
+      }};
+  forEachIndex(first.size(), pool, [&](size_t i) { first[i](); });
   // A list schedule looks at every waiting message in every step, most of
-  // them at a glance; the counts tried stop after a few seconds' worth.
+  // them at a glance: the counts tried stop after a few seconds' worth.
+  // They go two at a time, and the looks so far are counted between two
+  // such waves, so that how many run does not depend on the threads.
   constexpr double kMostLooks = 2e8;
-  ListOrder order(plan, dependencies, byRound, rounds, chains);
-  // Every StepLoads over all messages numbers the ranks alike.
-  ListFootprints footprints(plan, order, fewest);
-  double looks = 0;
-  for (int64_t count : counts) {
-    if (looks > kMostLooks)
-      break;
-    keep(listSchedule(plan, order, footprints, budget, model, count, busiest,
-                      looks));
+  constexpr size_t kWave = 2;
+  double looks = firstLooks;
+  for (size_t begin = 1; begin < listCounts.size() && looks <= kMostLooks;
+       begin += kWave) {
+    std::array<double, kWave> waveLooks{};
+    size_t size = std::min(kWave, listCounts.size() - begin);
+    forEachIndex(size, pool,
+                 [&](size_t i) { list(begin + i, waveLooks[i]); });
+    for (double each : waveLooks)
+      looks += each;
   }
+
   // A step left empty costs its overhead and moves nothing.
-  std::vector<int64_t> renumbered(best->count, -1);
-  for (int64_t step : best->steps)
+  const Schedule &chosen = best.schedule();
+  std::vector<int64_t> renumbered(chosen.count, -1);
+  for (int64_t step : chosen.steps)
     renumbered[step] = 0;
   int64_t count = 0;
   for (int64_t &step : renumbered)
     if (step == 0)
       step = count++;
   for (size_t m = 0; m < plan.messages.size(); ++m)
-    plan.messages[m].step = renumbered[best->steps[m]];
-  stats.stagingPeak = best->stagingPeak;
+    plan.messages[m].step = renumbered[chosen.steps[m]];
+  stats.stagingPeak = chosen.stagingPeak;
   return count;
 }
 
@@ -1069,7 +1142,7 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
   ScheduleStats stats;
   llvm::Expected<int64_t> steps =
       options.model ? balanceSteps(plan, byRound, *rounds, budget,
-                                   *options.model, stats)
+                                   *options.model, options.pool, stats)
                     : firstFit(plan, byRound, budget, stats);
   if (!steps)
     return steps.takeError();

@@ -8,6 +8,10 @@
 
 #include "llvm/Support/Error.h"
 
+namespace llvm {
+class ThreadPoolInterface;
+} // namespace llvm
+
 namespace m2n::plan {
 
 struct ScheduleOptions {
@@ -17,6 +21,9 @@ struct ScheduleOptions {
   /// about as busy in each step, by this model's seconds, and forwards
   /// overlap the rounds before them.
   const CostModel *model = nullptr;
+  /// Where the candidate schedules run at once; none: one after another.
+  /// The result is the same either way.
+  llvm::ThreadPoolInterface *pool = nullptr;
 };
 
 struct ScheduleStats {

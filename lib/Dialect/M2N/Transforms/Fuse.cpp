@@ -31,6 +31,7 @@ struct FusePass : impl::FusePassBase<FusePass> {
     plan::ScheduleOptions schedule;
     schedule.stagingBudget = stagingBytes;
     schedule.model = &*model;
+    schedule.pool = groupPool(&getContext());
     auto result =
         transformPlans(getOperation(), getAnalysis<PlanCache>(),
                        [&](RefitOp, plan::Plan &plan) -> mlir::LogicalResult {

@@ -40,6 +40,7 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
     plan::ScheduleOptions options;
     options.stagingBudget = stagingBytes;
     options.model = &*model;
+    options.pool = groupPool(&getContext());
     auto result = transformPlans(
         getOperation(), getAnalysis<PlanCache>(),
         [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
