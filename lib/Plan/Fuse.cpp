@@ -17,9 +17,11 @@
 #include "SliceRoots.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -84,8 +86,14 @@ struct PairSlice {
   int32_t group = 0;
   int32_t slice = 0;
   int64_t bytes = 0;
+  /// The members this entry takes of the slice: all, unless pairs are cut
+  /// into chunks (see chunkPairs).
+  int32_t memberBegin = 0;
+  int32_t memberEnd = 0;
   /// Where the slice's root comes among its sender's (see setRootKeys).
   int64_t rootKey = 0;
+  /// The chunk of its pair the entry is in (see chunkPairs); 0 otherwise.
+  int64_t chunk = 0;
 
   bool samePair(const PairSlice &other) const {
     return round == other.round && sender == other.sender &&
@@ -146,13 +154,74 @@ static bool setRootKeys(const Plan &plan, std::vector<PairSlice> &slices) {
   return true;
 }
 
+/// The ends of the pair that begins at `begin` in `slices`.
+static size_t pairEnd(const std::vector<PairSlice> &slices, size_t begin) {
+  size_t end = begin + 1;
+  while (end < slices.size() && slices[begin].samePair(slices[end]))
+    ++end;
+  return end;
+}
+
+/// Cuts each pair's bytes from each root into about `chunks` chunks by
+/// their place among that root's bytes in the pair (members in order),
+/// splitting slices between members where a chunk ends, and orders each
+/// pair's entries chunk after chunk, root after root within a chunk. Packed
+/// so that no message spans two chunks, the k-th messages of a forward pair
+/// pass on the k-th chunk of every root, which the source side sends in
+/// the k-th messages of its own pairs: a pipeline whose forwards each wait
+/// on one message of each root, sent about when the others are.
+static void chunkPairs(const Plan &plan, std::vector<PairSlice> &slices,
+                       int64_t chunks) {
+  std::vector<PairSlice> result;
+  result.reserve(slices.size());
+  // Per root of the pair: its bytes, and how many are placed so far.
+  llvm::DenseMap<int64_t, std::pair<int64_t, int64_t>> roots;
+  for (size_t begin = 0, end; begin < slices.size(); begin = end) {
+    end = pairEnd(slices, begin);
+    roots.clear();
+    for (size_t i = begin; i < end; ++i)
+      roots[slices[i].rootKey].first +=
+          slices[i].bytes * (slices[i].memberEnd - slices[i].memberBegin);
+    size_t first = result.size();
+    for (size_t i = begin; i < end; ++i) {
+      const PairSlice &entry = slices[i];
+      auto &[total, placed] = roots[entry.rootKey];
+      for (int32_t member = entry.memberBegin; member < entry.memberEnd;) {
+        // long double: bytes times chunks may not fit 64 bits.
+        auto chunk = static_cast<int64_t>(static_cast<long double>(placed) *
+                                          chunks / std::max<int64_t>(total, 1));
+        auto next = static_cast<int64_t>(std::ceil(
+            static_cast<long double>(chunk + 1) * total / chunks));
+        int64_t take = entry.memberEnd - member;
+        if (entry.bytes > 0)
+          take = std::clamp<int64_t>(
+              (next - placed + entry.bytes - 1) / entry.bytes, 1, take);
+        PairSlice &piece = result.emplace_back(entry);
+        piece.memberBegin = member;
+        piece.memberEnd = member + static_cast<int32_t>(take);
+        piece.chunk = chunk;
+        member = piece.memberEnd;
+        placed += take * entry.bytes;
+      }
+    }
+    std::stable_sort(result.begin() + first, result.end(),
+                     [](const PairSlice &a, const PairSlice &b) {
+                       return std::tie(a.chunk, a.rootKey) <
+                              std::tie(b.chunk, b.rootKey);
+                     });
+  }
+  slices = std::move(result);
+}
+
 /// Every remote slice of the plan, ordered by (round, sender, receiver),
 /// then by root where the plan forwards (see setRootKeys), and then in plan
-/// order (group, then slice): the order fuse packs them in.
+/// order (group, then slice): the order fuse packs them in. With `chunks`,
+/// each pair is cut into chunks as well (see chunkPairs).
 /// Slices are bucketed by pair rather than sorted: there are far fewer pairs
 /// than slices, and filling the buckets in plan order keeps that order
 /// within each.
-static std::vector<PairSlice> remoteSlicesByPair(const Plan &plan) {
+static std::vector<PairSlice> remoteSlicesByPair(const Plan &plan,
+                                                 int64_t chunks) {
   using PairKey = std::tuple<int32_t, int64_t, int64_t>;
   llvm::DenseMap<PairKey, uint32_t> pairIds;
   std::vector<PairKey> pairs;
@@ -172,7 +241,8 @@ static std::vector<PairSlice> remoteSlicesByPair(const Plan &plan) {
       pairOf.push_back(it->second);
       slices.push_back({slice.round, slice.sender, slice.receiver,
                         static_cast<int32_t>(g), static_cast<int32_t>(s),
-                        sliceBytes(group, slice)});
+                        sliceBytes(group, slice), 0,
+                        static_cast<int32_t>(group.members.size())});
     }
   }
 
@@ -196,14 +266,14 @@ static std::vector<PairSlice> remoteSlicesByPair(const Plan &plan) {
     result[next[pairOf[i]]++] = slices[i];
   if (setRootKeys(plan, result))
     for (size_t begin = 0, end; begin < result.size(); begin = end) {
-      for (end = begin + 1;
-           end < result.size() && result[begin].samePair(result[end]);)
-        ++end;
+      end = pairEnd(result, begin);
       std::stable_sort(result.begin() + begin, result.begin() + end,
                        [](const PairSlice &a, const PairSlice &b) {
                          return a.rootKey < b.rootKey;
                        });
     }
+  if (chunks > 0)
+    chunkPairs(plan, result, chunks);
   return result;
 }
 
@@ -323,6 +393,7 @@ public:
     open.sender = sender;
     open.receiver = receiver;
     remaining = slices;
+    chunk = 0;
     // Most pairs fit in one message: its parts are sized once.
     open.parts.reserve(remaining);
   }
@@ -330,11 +401,15 @@ public:
   /// Adds every member's share of the slice `entry`.
   void add(const PairSlice &entry) {
     --remaining;
+    if (entry.chunk != chunk) {
+      close();
+      chunk = entry.chunk;
+    }
     int32_t g = entry.group, s = entry.slice;
     int64_t bytes = entry.bytes;
-    int32_t members = static_cast<int32_t>(plan.groups[g].members.size());
+    int32_t members = entry.memberEnd;
     if (isZeroCopy(plan, boxes, entry, bucket)) {
-      for (int32_t member = 0; member < members; ++member) {
+      for (int32_t member = entry.memberBegin; member < members; ++member) {
         Message message = emptyLike(open);
         message.parts.push_back({g, s, member, member + 1});
         message.bytes = bytes;
@@ -343,7 +418,7 @@ public:
       }
       return;
     }
-    for (int32_t member = 0; member < members;) {
+    for (int32_t member = entry.memberBegin; member < members;) {
       int64_t room = bucket - open.bytes;
       int64_t fit = members - member;
       if (bytes > 0)
@@ -401,6 +476,8 @@ private:
   Message open;
   /// The pair's slices not added yet.
   size_t remaining = 0;
+  /// The chunk of the pair being packed: a message never spans two.
+  int64_t chunk = 0;
   std::vector<Message> zeroCopy, packed;
 };
 } // namespace
@@ -411,8 +488,9 @@ static int64_t bucketOf(const FuseOptions &options) {
 }
 
 /// The messages of `plan`, none of whose slices is larger than `bucket`.
-static std::vector<Message> packMessages(const Plan &plan, int64_t bucket) {
-  std::vector<PairSlice> slices = remoteSlicesByPair(plan);
+static std::vector<Message> packMessages(const Plan &plan, int64_t bucket,
+                                         int64_t chunks) {
+  std::vector<PairSlice> slices = remoteSlicesByPair(plan, chunks);
   std::vector<Message> messages;
   Packer packer(plan, bucket, messages);
   for (size_t begin = 0, end; begin < slices.size(); begin = end) {
@@ -438,7 +516,7 @@ FuseStats plan::fuse(Plan &plan, const FuseOptions &options) {
   FuseStats stats;
   for (TransferGroup &group : plan.groups)
     stats.splitSlices += splitLargeSlices(plan, group, limits);
-  plan.messages = packMessages(plan, limits.bucket);
+  plan.messages = packMessages(plan, limits.bucket, options.pairChunks);
   // Steps are schedule()'s to assign again.
   plan.numSteps = 0;
   stats.messages = static_cast<int64_t>(plan.messages.size());
@@ -458,7 +536,7 @@ std::vector<Message> plan::fusedMessages(const Plan &plan,
       });
   // Only splitting changes the plan, so only then is a copy needed.
   if (!splits)
-    return packMessages(plan, limits.bucket);
+    return packMessages(plan, limits.bucket, options.pairChunks);
   Plan split = plan;
   fuse(split, options);
   return std::move(split.messages);
@@ -470,23 +548,28 @@ struct Traffic {
   bool forwards = false;
   /// The busiest rank's bytes either way, and all ranks' sends.
   int64_t busiest = 0, total = 0;
+  /// The (round, sender, receiver) pairs that move bytes.
+  int64_t pairs = 0;
 };
 } // namespace
 
 static Traffic trafficOf(const Plan &plan) {
   Traffic traffic;
   llvm::DenseMap<int64_t, std::pair<int64_t, int64_t>> bytes;
+  llvm::DenseSet<std::tuple<int32_t, int64_t, int64_t>> pairs;
   for (const TransferGroup &group : plan.groups)
     for (const Slice &slice : group.slices) {
       traffic.forwards |= slice.origin == Origin::Destination;
       if (slice.isLocalCopy())
         continue;
+      pairs.insert({slice.round, slice.sender, slice.receiver});
       int64_t load =
           sliceBytes(group, slice) * static_cast<int64_t>(group.members.size());
       bytes[slice.sender].first += load;
       bytes[slice.receiver].second += load;
       traffic.total += load;
     }
+  traffic.pairs = static_cast<int64_t>(pairs.size());
   for (const auto &entry : bytes)
     traffic.busiest =
         std::max({traffic.busiest, entry.second.first, entry.second.second});
@@ -506,28 +589,42 @@ static double scheduledSeconds(Plan plan, const ScheduleOptions &options) {
 
 FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
                                 const ScheduleOptions &schedule) {
-  // Trying costs a copy of the plan and two schedules: a plan that would
-  // have more messages than this keeps the model's bucket.
-  constexpr int64_t kMostFinerMessages = int64_t(1) << 18;
+  // Each try costs a copy of the plan and a schedule: one that would have
+  // more messages than this is not tried.
+  constexpr int64_t kMostMessages = int64_t(1) << 18;
   Traffic traffic = trafficOf(plan);
+  if (!traffic.forwards || !schedule.model)
+    return fuse(plan, options);
+  std::vector<FuseOptions> tries;
   FuseOptions smaller = options;
   smaller.bucketBytes =
       std::max<int64_t>(1, traffic.busiest / kPipelineMessages);
   smaller.zeroCopyBytes = smaller.bucketBytes;
-  if (!traffic.forwards || !schedule.model ||
-      2 * smaller.bucketBytes > options.bucketBytes ||
-      traffic.total / smaller.bucketBytes > kMostFinerMessages)
+  if (2 * smaller.bucketBytes <= options.bucketBytes &&
+      traffic.total / smaller.bucketBytes <= kMostMessages)
+    tries.push_back(smaller);
+  FuseOptions chunked = options;
+  chunked.pairChunks = kPipelineChunks;
+  if (traffic.pairs * kPipelineChunks <= kMostMessages)
+    tries.push_back(chunked);
+  if (tries.empty())
     return fuse(plan, options);
-  Plan finer = plan;
-  FuseStats finerStats = fuse(finer, smaller);
+
+  const Plan unfused = plan;
   FuseStats stats = fuse(plan, options);
   // More messages make a larger plan and cost what the model leaves out:
   // they must win clearly.
   constexpr double kClearWin = 0.97;
-  if (scheduledSeconds(finer, schedule) <
-      kClearWin * scheduledSeconds(plan, schedule)) {
-    plan = std::move(finer);
-    return finerStats;
+  double fastest = kClearWin * scheduledSeconds(plan, schedule);
+  for (const FuseOptions &each : tries) {
+    Plan tried = unfused;
+    FuseStats triedStats = fuse(tried, each);
+    double seconds = scheduledSeconds(tried, schedule);
+    if (seconds < fastest) {
+      fastest = seconds;
+      plan = std::move(tried);
+      stats = triedStats;
+    }
   }
   return stats;
 }

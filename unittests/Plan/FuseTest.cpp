@@ -242,6 +242,37 @@ TEST(Fuse, ElementsLargerThanTheBucketGoAlone) {
                         message(0, 0, 2, {{0, 3, 0, 1}}, 8, true)});
 }
 
+TEST(Fuse, ChunksCutPairsAndEachForwardTakesOneChunkOfEveryRoot) {
+  // Ranks 0 and 1 hold rows 0..1 and 2..3 of four [4, 8] F32 tensors;
+  // rank 2 receives both halves and forwards them to rank 3. Each member's
+  // half is 64 bytes, each pair's 256 bytes per root.
+  Plan plan = planWithMeshes(mesh({2}, {0, 1}), mesh({2}, {2, 3}));
+  addGroup(plan, {4, 8}, DType::F32, {Placement::shard(0)},
+           {Placement::replicate()}, /*members=*/4);
+  Box top = box({0, 0}, {2, 8}), bottom = box({2, 0}, {2, 8});
+  plan.groups[0].slices = {slice(0, 2, top), slice(1, 2, bottom),
+                           slice(2, 3, top, 1, Origin::Destination),
+                           slice(2, 3, bottom, 1, Origin::Destination)};
+  // Without chunks, a message per pair; the forward root after root.
+  fuse(plan, FuseOptions{1024});
+  expectMessages(plan,
+                 {message(0, 0, 2, {{0, 0, 0, 4}}, 256),
+                  message(0, 1, 2, {{0, 1, 0, 4}}, 256),
+                  message(1, 2, 3, {{0, 2, 0, 4}, {0, 3, 0, 4}}, 512)});
+  // In two chunks: each source pair sends its first two members, then the
+  // others, and each forward passes on one chunk of both roots.
+  FuseOptions chunked{1024};
+  chunked.pairChunks = 2;
+  fuse(plan, chunked);
+  expectMessages(plan,
+                 {message(0, 0, 2, {{0, 0, 0, 2}}, 128),
+                  message(0, 0, 2, {{0, 0, 2, 4}}, 128),
+                  message(0, 1, 2, {{0, 1, 0, 2}}, 128),
+                  message(0, 1, 2, {{0, 1, 2, 4}}, 128),
+                  message(1, 2, 3, {{0, 2, 0, 2}, {0, 3, 0, 2}}, 256),
+                  message(1, 2, 3, {{0, 2, 2, 4}, {0, 3, 2, 4}}, 256)});
+}
+
 TEST(Fuse, IsDeterministic) {
   Plan a = columnsToReplicas(10, 3);
   Plan b = a;

@@ -512,6 +512,38 @@ TEST(Relay, ColocatedSidesExchangeEveryRegion) {
   EXPECT_LT(cost.predictedSeconds, 0.6 * sent.predictedSeconds);
 }
 
+TEST(Relay, FewTrainersFeedManyReplicasThroughAPipeline) {
+  // Eight FSDP ranks feed eight TP8 replicas, 64 ranks, all on a flat
+  // network: the training side's NICs and each serving rank's are equally
+  // loaded (each carries an eighth of the model), so the bound leaves the
+  // pipeline of owners no slack, and only messages cut into chunks, each
+  // forward passing on one chunk of every trainer, come near it. Whole
+  // messages per bucket start the forwards late (1.27x the bound before
+  // chunks were tried; 1.11x with them).
+  Topology flat;
+  flat.ranksPerNode = 0;
+  CostModel model(flat);
+  Plan plan = planWithMeshes(mesh({8}, rankRange(0, 8)),
+                             mesh({8, 8}, rankRange(8, 64)));
+  addGroup(plan, {28672, 8192}, DType::BF16, {Placement::shard(0)},
+           {Placement::replicate(), Placement::shard(1)}, /*members=*/240);
+  addDirectSlices(plan, 0);
+  relay(plan, model, RelayOptions());
+  ASSERT_EQ(checkSlices(plan), "");
+  FuseOptions bucket{model.defaultBucketBytes()};
+  ScheduleOptions options;
+  options.model = &model;
+  Plan whole = plan;
+  fuse(whole, bucket);
+  ASSERT_TRUE(static_cast<bool>(schedule(whole, options)));
+  fuseForSchedule(plan, bucket, options);
+  ASSERT_TRUE(static_cast<bool>(schedule(plan, options)));
+  EXPECT_EQ(checkForwardSteps(plan), "");
+  PlanCost cost = model.cost(plan);
+  EXPECT_LT(cost.predictedSeconds, 1.15 * cost.lowerBoundSeconds);
+  EXPECT_LT(cost.predictedSeconds, 0.9 * model.cost(whole).predictedSeconds);
+}
+
 TEST(Relay, EachRegionGetsItsOwnRoot) {
   // Rows split over ranks 0 and 1 (node 0), replicated four times on a
   // [4, 2] mesh of ranks 8..15 (node 1) that splits rows over its second

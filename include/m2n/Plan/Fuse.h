@@ -16,6 +16,12 @@ struct FuseOptions {
   /// may exceed a bucket that the staging budget keeps small; 0 is the
   /// bucket.
   int64_t zeroCopyBytes = 0;
+  /// When positive, each pair's bytes from each root (the source-side rank
+  /// they left from) are cut into this many chunks by their place among
+  /// them, a message never spans two chunks, and a pair's messages go chunk
+  /// after chunk: the k-th forwards of a pair then pass on the k-th
+  /// messages of the source side's pairs. 0: no chunks.
+  int64_t pairChunks = 0;
 };
 
 struct FuseStats {
@@ -42,14 +48,19 @@ std::vector<Message> fusedMessages(const Plan &plan,
                                    const FuseOptions &options);
 
 /// Fuses `plan` as fuse() does, but for a plan that forwards anything also
-/// tries smaller messages, and keeps the messages that the model, scheduling
-/// both in `schedule`'s budget, finds clearly faster. A forward waits for every
-/// message that brings its bytes, and a pipeline's steps are about a share
-/// of the busiest rank's work: with messages large against that share, the
-/// forwards start late and the steps pack unevenly; with messages too small,
-/// their latencies add up. The smaller bucket is the busiest rank's bytes
-/// over kPipelineMessages, tried when it is under half of options'.
+/// tries smaller messages and messages cut into chunks per pair, and keeps
+/// the messages that the model, scheduling each in `schedule`'s budget,
+/// finds clearly fastest. A forward waits for every message that brings its
+/// bytes, and a pipeline's steps are about a share of the busiest rank's
+/// work: with messages large against that share, the forwards start late
+/// and the steps pack unevenly; with messages too small, their latencies
+/// add up. The smaller bucket is the busiest rank's bytes over
+/// kPipelineMessages, tried when it is under half of options'. The chunks
+/// (kPipelineChunks per pair and root, see FuseOptions::pairChunks) make a
+/// pipeline in which every source-side rank feeds each of its receivers a
+/// chunk at a time, and each forward passes on one chunk of every root.
 constexpr int64_t kPipelineMessages = 512;
+constexpr int64_t kPipelineChunks = 32;
 FuseStats fuseForSchedule(Plan &plan, const FuseOptions &options,
                           const ScheduleOptions &schedule);
 
