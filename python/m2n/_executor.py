@@ -226,8 +226,10 @@ class Executor:
 
 
 def _reason(error: Exception) -> str:
-    """The runtime's message without its code and function name."""
+    """What the runtime found wrong with a binding, without its code,
+    function and shard (which the caller names in its own words)."""
     text = str(error)
     for prefix in ("INVALID_ARGUMENT: ", "m2n_executor_bind: "):
         text = text.removeprefix(prefix)
-    return text
+    shard, _, reason = text.partition(": ")
+    return reason if shard.startswith("tensor ") and reason else text

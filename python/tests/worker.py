@@ -179,7 +179,8 @@ def main():
         timeout=datetime.timedelta(seconds=120),
     )
     job = Job(rank, world)
-    import errors_job  # noqa: E402  (beside this file)
+
+    import errors_job  # beside this file; it imports this one
 
     jobs = {"layouts": layouts_job, "errors": errors_job.run}
     results = jobs[job_name](job)
