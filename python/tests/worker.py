@@ -69,9 +69,10 @@ def garbage_like(t):
 
 
 class Job:
-    def __init__(self, rank, world):
+    def __init__(self, rank, world, device="cpu"):
         self.rank = rank
         self.world = world
+        self.device = device
         self._groups = {}
 
     def group(self, size):
@@ -106,19 +107,19 @@ def refit_case(job, case: Case):
         if rank in case.src_ranks:
             dtensor = distribute_tensor(g, src_mesh, [torch_placement(p) for p in case.src], src_data_rank=None)
             src_layouts.update(m2n.layouts({name: dtensor}))
-            src[name] = dtensor.to_local()
+            src[name] = dtensor.to_local().to(job.device)
         if rank in case.dst_ranks:
             dst_layouts[name] = m2n.TensorLayout.make(
                 g.dtype, g.shape, dst_mesh, [torch_placement(p) for p in case.dst], name=name
             )
             expected[name] = shard(g, dst_mesh, case.dst)
-            dst[name] = garbage_like(expected[name])
+            dst[name] = garbage_like(expected[name]).to(job.device)
     group = job.group(case.world)
     src_layouts, dst_layouts = m2n.gather_layouts(src_layouts, dst_layouts, group)
-    refit = m2n.Refit(src_layouts, dst_layouts, process_group=group, timeout=60)
+    refit = m2n.Refit(src_layouts, dst_layouts, process_group=group, timeout=60, device=job.device)
     for _ in range(2):  # a refit runs at every training step
         refit.step(src, dst)
-        check(expected, dst)
+        check(expected, {name: t.cpu() for name, t in dst.items()})
         for t in dst.values():
             t.copy_(garbage_like(t))
 
@@ -169,20 +170,30 @@ def layouts_job(job):
     return out
 
 
+def nccl_job(job):
+    """The cases that fit the job, through m2n.Refit on CUDA tensors over
+    NCCL (one GPU per rank)."""
+    cases = [c for c in CASES if c.world <= job.world]
+    return {f"refit:{name}": r for name, r in run_cases(job, cases, refit_case).items()}
+
+
 def main():
     job_name, rank, world, port, out_dir = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+    nccl = job_name == "nccl"
+    if nccl:
+        torch.cuda.set_device(rank)
     dist.init_process_group(
-        "gloo",
+        "nccl" if nccl else "gloo",
         init_method=f"tcp://127.0.0.1:{port}",
         rank=rank,
         world_size=world,
         timeout=datetime.timedelta(seconds=120),
     )
-    job = Job(rank, world)
+    job = Job(rank, world, f"cuda:{rank}" if nccl else "cpu")
 
     import errors_job  # beside this file; it imports this one
 
-    jobs = {"layouts": layouts_job, "errors": errors_job.run}
+    jobs = {"layouts": layouts_job, "errors": errors_job.run, "nccl": nccl_job}
     results = jobs[job_name](job)
     with open(os.path.join(out_dir, f"{rank}.json.tmp"), "w") as f:
         json.dump(results, f)
