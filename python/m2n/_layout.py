@@ -9,11 +9,13 @@ splits it. Ranks are those of the process group that runs the refit.
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any, Iterable, Optional, Sequence, Tuple
 
-# torch's dtypes by m2n's (safetensors') names; torch is imported only when a
-# torch object is converted, so that specs and plans work without it.
+from . import _m2n
+
+# torch's dtypes by m2n's (safetensors') names, for torch_dtype; torch is
+# imported only when a torch object is converted, so that specs and plans
+# work without it.
 _TORCH_DTYPES = {
     "BF16": "bfloat16",
     "F16": "float16",
@@ -31,22 +33,18 @@ _TORCH_DTYPES = {
     "U64": "uint64",
     "BOOL": "bool",
 }
-_BY_TORCH_NAME = {torch_name: name for name, torch_name in _TORCH_DTYPES.items()}
-
-_PLACEMENT = re.compile(r"^(R|Replicate\(\)|S\((\d+)\)|Shard\((?:dim=)?(\d+)\))$")
 
 
 def dtype_name(dtype: Any) -> str:
     """m2n's name of a dtype given as a torch dtype or any name that specs
     accept ("bf16", "bfloat16", "BF16")."""
     if isinstance(dtype, str):
-        from . import _m2n
-
         return _m2n.dtype_name(dtype)
-    text = str(dtype).removeprefix("torch.")
-    if text in _BY_TORCH_NAME:
-        return _BY_TORCH_NAME[text]
-    raise ValueError(f"dtype {dtype} has no m2n equivalent")
+    # Specs take torch's names too.
+    try:
+        return _m2n.dtype_name(str(dtype).removeprefix("torch."))
+    except ValueError:
+        raise ValueError(f"dtype {dtype} has no m2n equivalent") from None
 
 
 def torch_dtype(name: str):
@@ -119,11 +117,10 @@ def placement(p: Any, ndim: int, what: str) -> str:
     """The spec's spelling of one placement: "R" or "S(d)". `what` names the
     parameter in errors; `ndim` is the tensor's rank, for negative dims."""
     if isinstance(p, str):
-        match = _PLACEMENT.match(p.strip())
-        if not match:
-            raise ValueError(f"{what}: invalid placement {p!r} (expected 'R', 'S(d)', 'Replicate()' or 'Shard(dim=d)')")
-        dim = match.group(2) or match.group(3)
-        return "R" if dim is None else f"S({int(dim)})"
+        try:
+            return _m2n.placement(p)
+        except ValueError as error:
+            raise ValueError(f"{what}: {error}") from None
     kind = type(p).__name__
     # _StridedShard subclasses Shard: check it first.
     if kind == "_StridedShard":

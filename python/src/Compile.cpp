@@ -64,6 +64,11 @@ std::string canonicalSpec(const std::string &specText,
   return spec::writeRefitSpec(*spec);
 }
 
+std::string canonicalPlacement(const std::string &text) {
+  std::optional<Placement> placement = spec::parsePlacement(text);
+  return placement ? placement->str() : "";
+}
+
 std::string canonicalDType(const std::string &name) {
   std::optional<DType> dtype = parseDType(name);
   return dtype ? dtypeName(*dtype).str() : "";

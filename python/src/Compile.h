@@ -33,6 +33,9 @@ CompileResult compileSpec(const std::string &specText,
 std::string canonicalSpec(const std::string &specText,
                           const std::string &specName, std::string &error);
 
+/// The spec's canonical spelling ("R", "S(d)") of placement `text`, or "".
+std::string canonicalPlacement(const std::string &text);
+
 /// The safetensors name of the dtype that specs call `name`, or "".
 std::string canonicalDType(const std::string &name);
 

@@ -207,9 +207,6 @@ public:
   void setTimeout(double seconds) {
     check(m2n_transport_set_timeout(transport_, seconds));
   }
-  void abort(const std::string &why) {
-    check(m2n_transport_abort(transport_, why.c_str()));
-  }
 
 private:
   m2n_transport_t transport_;
@@ -382,8 +379,6 @@ NB_MODULE(_m2n, m) {
       PyExc_RuntimeError, nullptr));
   errorType = error.ptr();
   m.attr("Error") = error;
-  m.attr("STEP_AGREEMENT") = uint64_t(M2N_STEP_AGREEMENT);
-  m.attr("AGREEMENT_RECORD_BYTES") = M2N_AGREEMENT_RECORD_BYTES;
 #ifdef M2N_HAVE_CUDA
   m.attr("HAVE_CUDA") = true;
 #else
@@ -433,9 +428,18 @@ NB_MODULE(_m2n, m) {
       },
       "name"_a);
   m.def(
-      "dtype_size",
-      [](const std::string &name) { return m2n_dtype_size(dtypeNamed(name)); },
-      "name"_a);
+      "placement",
+      [](const std::string &text) {
+        std::string canonical = m2n::python::canonicalPlacement(text);
+        if (canonical.empty())
+          throw nb::value_error(("invalid placement '" + text +
+                                 "' (expected 'R', 'S(d)', 'Replicate()' or "
+                                 "'Shard(dim=d)')")
+                                    .c_str());
+        return canonical;
+      },
+      "text"_a);
+
 
   nb::class_<Plan>(m, "Plan")
       .def(nb::init<nb::bytes, bool>(), "data"_a, "trusted"_a = false)
@@ -452,8 +456,7 @@ NB_MODULE(_m2n, m) {
                    [](const Transport &t) { return std::get<0>(t.rankAndSize()); })
       .def_prop_ro("world_size",
                    [](const Transport &t) { return std::get<1>(t.rankAndSize()); })
-      .def("set_timeout", &Transport::setTimeout, "seconds"_a)
-      .def("abort", &Transport::abort, "why"_a);
+      .def("set_timeout", &Transport::setTimeout, "seconds"_a);
 
   nb::class_<SimWorld>(m, "SimWorld")
       .def(nb::init<int>(), "world_size"_a)
