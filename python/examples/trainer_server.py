@@ -11,7 +11,7 @@ once, and every training step moves the weights with one call per rank.
 import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
-from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+from torch.distributed.tensor import Shard, distribute_tensor
 
 import m2n
 

@@ -11,7 +11,6 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import m2n  # noqa: E402
-import torch  # noqa: E402
 from cases import CASES  # noqa: E402
 from worker import device_mesh, garbage_like, global_tensor, same_bytes, shard, torch_placement  # noqa: E402
 
