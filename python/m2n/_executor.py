@@ -24,6 +24,8 @@ class TorchDistributedTransport:
 
         self.group = process_group if process_group is not None else dist.group.WORLD
         self.rank = dist.get_rank(self.group)
+        if self.rank < 0:
+            raise ValueError(f"rank {dist.get_rank()} is not in the process group given; every rank of the refit is")
         self.world_size = dist.get_world_size(self.group)
         self.timeout = None if timeout is None else datetime.timedelta(seconds=timeout)
         self._native = _m2n.Transport.external(self.rank, self.world_size)

@@ -8,6 +8,7 @@
 #include "m2n/Target/ImportSpec.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <optional>
@@ -30,20 +31,18 @@ CompileResult compileSpec(const std::string &specText,
     return result;
   }
   mlir::MLIRContext context;
-  // Every diagnostic goes into the exception's message, none to stderr.
+  // Every diagnostic goes into the exception's message, as `m2n compile`
+  // prints them, none to stderr.
   llvm::raw_string_ostream errors(result.error);
-  mlir::ScopedDiagnosticHandler collect(&context, [&](mlir::Diagnostic &d) {
-    if (!result.error.empty())
-      errors << "\n";
-    errors << d.getLocation() << ": " << d;
-    for (const mlir::Diagnostic &note : d.getNotes())
-      errors << "\n" << note.getLocation() << ": note: " << note;
-    return mlir::success();
-  });
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context, errors);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       importRefitSpec(*spec, specName, &context);
   mlir::FailureOr<CompiledRefit> compiled = compileRefit(*module, options);
   if (mlir::failed(compiled)) {
+    // The handler ends each diagnostic with a newline; a message does not.
+    while (!result.error.empty() && result.error.back() == '\n')
+      result.error.pop_back();
     if (result.error.empty())
       result.error = "the compile failed";
     return result;
