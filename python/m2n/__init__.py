@@ -8,7 +8,7 @@ See docs/python.md.
 """
 
 from ._m2n import Error
-from ._executor import Executor, SimWorld, TorchDistributedTransport, mpi_transport
+from ._executor import Executor, SimWorld, TorchDistributedTransport, mpi_transport, nccl_transport
 from ._layout import Mesh, TensorLayout, dtype_name, layouts, torch_dtype
 from ._plan import (
     Binding,
@@ -49,6 +49,7 @@ __all__ = [
     "gather_layouts",
     "layouts",
     "mpi_transport",
+    "nccl_transport",
     "torch_dtype",
     "xferdtensor",
 ]

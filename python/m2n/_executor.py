@@ -56,10 +56,12 @@ class TorchDistributedTransport:
 
 
 class _NativeTransport:
-    """A transport that moves the messages itself (sim, MPI)."""
+    """A transport that moves the messages itself (sim, MPI, NCCL); it keeps
+    `owner` (what holds its communicator) alive."""
 
-    def __init__(self, native):
+    def __init__(self, native, owner=None):
         self._native = native
+        self._owner = owner
         self.rank = native.rank
         self.world_size = native.world_size
 
@@ -91,6 +93,32 @@ def mpi_transport(comm=None) -> _NativeTransport:
 
     comm = MPI.COMM_WORLD if comm is None else comm
     return _NativeTransport(_m2n.Transport.mpi(MPI._addressof(comm)))
+
+
+def nccl_transport(process_group=None) -> _NativeTransport:
+    """m2n's own NCCL transport on the communicator of a ProcessGroupNCCL
+    (default: the default group) on the current CUDA device, for executors
+    on that device: the runtime then posts the messages itself, on the
+    executor's stream. Plan rank r is group rank r. Collective the first
+    time, when the group's communicator is made."""
+    import torch
+    import torch.distributed as dist
+
+    if not _m2n.HAVE_CUDA:
+        raise ValueError("this m2n was built without CUDA; its NCCL transport needs it")
+    if not torch.cuda.is_available():
+        raise ValueError("m2n's NCCL transport needs a CUDA device, and torch sees none")
+    group = process_group if process_group is not None else dist.group.WORLD
+    device = torch.device("cuda", torch.cuda.current_device())
+    try:
+        backend = group._get_backend(device)
+    except RuntimeError:
+        backend = None
+    if not hasattr(backend, "_comm_ptr"):
+        raise ValueError(f"the process group has no ProcessGroupNCCL on {device}")
+    # torch makes a group's communicator at its first collective.
+    dist.barrier(group=group, device_ids=[device.index])
+    return _NativeTransport(_m2n.Transport.nccl(backend._comm_ptr()), owner=group)
 
 
 class Executor:

@@ -197,6 +197,17 @@ public:
     return new Transport(t);
   }
 
+#ifdef M2N_HAVE_CUDA
+  /// Over the ncclComm_t at `commAddress`, which the caller keeps owning
+  /// (a ProcessGroupNCCL's).
+  static Transport *nccl(uintptr_t commAddress) {
+    m2n_transport_t t = nullptr;
+    check(m2n_cuda_transport_create_nccl(
+        reinterpret_cast<void *>(commAddress), &t));
+    return new Transport(t);
+  }
+#endif
+
   m2n_transport_t handle() const { return transport_; }
 
   std::tuple<int, int> rankAndSize() const {
@@ -452,6 +463,9 @@ NB_MODULE(_m2n, m) {
   nb::class_<Transport>(m, "Transport")
       .def_static("external", &Transport::external, "rank"_a, "world_size"_a)
       .def_static("mpi", &Transport::mpi, "comm_address"_a)
+#ifdef M2N_HAVE_CUDA
+      .def_static("nccl", &Transport::nccl, "comm_address"_a)
+#endif
       .def_prop_ro("rank",
                    [](const Transport &t) { return std::get<0>(t.rankAndSize()); })
       .def_prop_ro("world_size",

@@ -1,5 +1,6 @@
 """The CUDA executor: every rank on this process's GPU (sim), and
-m2n.Refit over NCCL with one GPU per rank. Skipped without a GPU; run by
+m2n.Refit with one GPU per rank, over torch.distributed's NCCL and over
+m2n's own NCCL transport on the group's communicator. Skipped without a GPU; run by
 scripts/gpu-check.sh."""
 
 import threading
@@ -79,6 +80,7 @@ def test_refit_over_nccl(tmp_path):
     world = min(torch.cuda.device_count(), 8)
     results = run_job("nccl", world, tmp_path)
     cases = [c for c in CASES if c.world <= world]
-    for case in cases:
-        got = outcomes(results, f"refit:{case.name}")
-        assert set(got.values()) == {"ok"}, got
+    for method in ("refit", "own-nccl"):
+        for case in cases:
+            got = outcomes(results, f"{method}:{case.name}")
+            assert set(got.values()) == {"ok"}, (method, got)

@@ -187,3 +187,9 @@ def test_dtensor_ref():
     assert (ref.dtype, ref.device, ref.global_shape) == (torch.int16, torch.device("cpu"), (4, 3))
     with pytest.raises(ValueError, match="needs its dtype"):
         m2n.DTensorRef(None, [4, 3])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal where there is no GPU")
+def test_nccl_transport_needs_a_gpu():
+    with pytest.raises(ValueError, match="NCCL transport needs"):
+        m2n.nccl_transport()

@@ -97,26 +97,31 @@ def side_tensors(case: Case, rank, dtypes):
     return out
 
 
-def refit_case(job, case: Case):
+def refit_case(job, case: Case, own_nccl=False):
     """The case and its extra dtypes as one m2n.Refit; each rank describes
-    only its own side."""
+    only its own side, a trainer's through m2n.WeightSource."""
     rank = job.rank
     tensors = side_tensors(case, rank, (case.dtype,) + EXTRA_DTYPES)
-    src_layouts, dst_layouts, src, dst, expected = {}, {}, {}, {}, {}
+    dst_layouts, dst, expected, dtensors = {}, {}, {}, {}
     for name, (g, src_mesh, dst_mesh) in tensors.items():
         if rank in case.src_ranks:
-            dtensor = distribute_tensor(g, src_mesh, [torch_placement(p) for p in case.src], src_data_rank=None)
-            src_layouts.update(m2n.layouts({name: dtensor}))
-            src[name] = dtensor.to_local().to(job.device)
+            dtensors[name] = distribute_tensor(g, src_mesh, [torch_placement(p) for p in case.src], src_data_rank=None)
         if rank in case.dst_ranks:
             dst_layouts[name] = m2n.TensorLayout.make(
                 g.dtype, g.shape, dst_mesh, [torch_placement(p) for p in case.dst], name=name
             )
             expected[name] = shard(g, dst_mesh, case.dst)
             dst[name] = garbage_like(expected[name]).to(job.device)
+    # The trainer's side through the weight source: its metadata, and its
+    # (name, local shard) pairs.
+    source = m2n.WeightSource(dtensors)
+    src = {name: t.to(job.device) for name, t in source}
     group = job.group(case.world)
-    src_layouts, dst_layouts = m2n.gather_layouts(src_layouts, dst_layouts, group)
-    refit = m2n.Refit(src_layouts, dst_layouts, process_group=group, timeout=60, device=job.device)
+    src_layouts, dst_layouts = m2n.gather_layouts(source.metadata(), dst_layouts, group)
+    transport = m2n.nccl_transport(group) if own_nccl else None
+    refit = m2n.Refit(
+        src_layouts, dst_layouts, process_group=group, transport=transport, timeout=60, device=job.device
+    )
     for _ in range(2):  # a refit runs at every training step
         refit.step(src, dst)
         check(expected, {name: t.cpu() for name, t in dst.items()})
@@ -171,10 +176,14 @@ def layouts_job(job):
 
 
 def nccl_job(job):
-    """The cases that fit the job, through m2n.Refit on CUDA tensors over
-    NCCL (one GPU per rank)."""
+    """The cases that fit the job, through m2n.Refit on CUDA tensors (one
+    GPU per rank): over torch.distributed's NCCL, and over m2n's own NCCL
+    transport on the group's communicator."""
     cases = [c for c in CASES if c.world <= job.world]
-    return {f"refit:{name}": r for name, r in run_cases(job, cases, refit_case).items()}
+    out = {f"refit:{name}": r for name, r in run_cases(job, cases, refit_case).items()}
+    own = run_cases(job, cases, lambda job, case: refit_case(job, case, own_nccl=True))
+    out.update({f"own-nccl:{name}": r for name, r in own.items()})
+    return out
 
 
 def main():
