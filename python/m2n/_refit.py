@@ -62,7 +62,8 @@ class Refit:
     `src` and `dst` map tensor names to layouts (m2n.TensorLayout; see
     m2n.layouts and m2n.gather_layouts). The process group is the refit's
     ranks (default: the default group); gloo moves CPU tensors, NCCL CUDA
-    tensors (device="cuda"). Other keywords are m2n.compile's options.
+    tensors (device="cuda"); ranks of the group on neither side take part
+    holding nothing. Other keywords are m2n.compile's options.
     A `transport` given (m2n.SimWorld's, m2n.mpi_transport()) replaces the
     process group.
     """
@@ -80,10 +81,10 @@ class Refit:
         cache: Optional[PlanCache] = default_cache,
         **compile_options,
     ):
-        self.spec = RefitSpec.from_layouts(src, dst, name)
-        self.plan = compile(self.spec, cache=cache, **compile_options)
         if transport is None:
             transport = TorchDistributedTransport(process_group, timeout)
+        self.spec = RefitSpec.from_layouts(src, dst, name, transport.world_size)
+        self.plan = compile(self.spec, cache=cache, **compile_options)
         self.executor = Executor(self.plan, transport, device=device)
 
     @property
@@ -168,6 +169,14 @@ def _ref(tensor, what: str) -> Optional[DTensorRef]:
     raise TypeError(f"{what} must be an m2n.DTensorRef, a DTensor or None, not {type(tensor).__name__}")
 
 
+def _group_device(process_group) -> str:
+    """Where a rank that holds nothing of a tensor keeps its (empty) side:
+    on the device that the group's backend moves."""
+    import torch.distributed as dist
+
+    return "cuda" if dist.get_backend(process_group) == "nccl" else "cpu"
+
+
 def xferdtensor(
     src_tensor,
     src_mesh,
@@ -184,6 +193,8 @@ def xferdtensor(
     None on a side where it holds nothing. The destination shard is filled
     in place and returned. A one-tensor plan is compiled once per distinct
     pair of layouts."""
+    import torch.distributed as dist
+
     src = _ref(src_tensor, "src_tensor")
     dst = _ref(dst_tensor, "dst_tensor")
     if src is None and dst is None:
@@ -191,7 +202,8 @@ def xferdtensor(
     # A side without a ref takes the other's dtype and shape; two refs that
     # disagree are refused by the spec.
     src_ref, dst_ref = src or dst, dst or src
-    device = src_ref.device if src_ref.device is not None else "cpu"
+    devices = [ref.device for ref in (src, dst) if ref is not None and ref.device is not None]
+    device = devices[0] if devices else _group_device(process_group)
     layout = {
         "src": TensorLayout.make(
             src_ref.dtype, src_ref.global_shape, as_mesh(src_mesh, process_group), src_placement, name="src_placement"
@@ -200,7 +212,10 @@ def xferdtensor(
             dst_ref.dtype, dst_ref.global_shape, as_mesh(dst_mesh, process_group), dst_placement, name="dst_placement"
         ),
     }
-    spec = RefitSpec.from_layouts({_XFER_TENSOR: layout["src"]}, {_XFER_TENSOR: layout["dst"]}, "xferdtensor")
+    world_size = dist.get_world_size(process_group)
+    spec = RefitSpec.from_layouts(
+        {_XFER_TENSOR: layout["src"]}, {_XFER_TENSOR: layout["dst"]}, "xferdtensor", world_size
+    )
     key = (spec.to_json(), id(process_group), str(device))
     with _xfer_lock:
         executor = _xfer_executors.get(key)

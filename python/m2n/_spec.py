@@ -67,11 +67,14 @@ class RefitSpec:
         src: Mapping[str, TensorLayout],
         dst: Mapping[str, TensorLayout],
         name: str = "refit",
+        world_size: int = 0,
     ) -> "RefitSpec":
         """The refit of every tensor from its `src` layout to its `dst`
         layout: each side's metadata by tensor name (m2n.layouts gives a
         module's). Both sides must name the same tensors, with the same dtype
-        and global shape."""
+        and global shape. With `world_size` (the size of the group that runs
+        it), ranks above the meshes' take part holding nothing: a mesh of
+        their own, "idle", that no tensor uses."""
         missing = sorted(set(src) ^ set(dst))
         if missing:
             side = "destination" if missing[0] in src else "source"
@@ -102,7 +105,11 @@ class RefitSpec:
                     d.placements,
                 )
             )
-        return cls({n: m for m, n in meshes.items()}, tensors, name)
+        named = {n: m for m, n in meshes.items()}
+        highest = max((max(m.ranks) for m in named.values()), default=-1)
+        if world_size > highest + 1:
+            named["idle"] = Mesh.from_ranks(range(highest + 1, world_size))
+        return cls(named, tensors, name)
 
     def to_json(self) -> str:
         return self._json

@@ -51,6 +51,8 @@ CASES = [
          ("S(1)", "S(2)")),
     # Fully replicated on both sides.
     Case("replicated", 5, (4, 3), "bool", (2,), _r(0, 2), ("R",), (3,), _r(2, 5), ("R",)),
+    # Ranks of the group on neither side: they take part and hold nothing.
+    Case("bystanders", 6, (8, 4), "float32", (2,), (0, 1), ("S(0)",), (2,), (3, 4), ("S(1)",)),
     # A scalar.
     Case("scalar", 4, (), "float64", (2,), _r(0, 2), ("R",), (2,), _r(2, 4), ("R",)),
     # Every element of a dimension of size 1 on one rank, the others empty.

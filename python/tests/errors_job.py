@@ -108,11 +108,11 @@ def run(job):
         out[name] = attempt(step_with(group, rank, fault_rank, change))
         out[name + ":after"] = good_step(group, rank)
 
-    # A process group larger than the refit's ranks.
-    def too_big():
-        m2n.Refit(*layouts(dst_ranks=(2,)), process_group=group)
+    # A process group smaller than the refit's ranks.
+    def too_small():
+        m2n.Refit(*layouts(dst_ranks=(2, 4)), process_group=group)
 
-    out["group-size"] = attempt(too_big)
+    out["group-size"] = attempt(too_small)
     out["group-size:after"] = good_step(group, rank)
 
     # Rank 3 compiles another refit than the others.

@@ -52,7 +52,7 @@ def test_tensor_not_in_plan_fails_its_rank(results):
 def test_process_group_of_wrong_size(results):
     for outcome in outcomes(results, "group-size").values():
         assert outcome["type"] == "ValueError"
-        assert "the plan has 3 ranks but the transport 4" in outcome["message"]
+        assert "the plan has 5 ranks but the transport 4" in outcome["message"]
 
 
 def test_ranks_holding_different_plans(results):

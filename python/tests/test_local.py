@@ -53,6 +53,12 @@ def test_spec_from_layouts():
     assert (w["dtype"], w["src"]["placements"], w["dst"]["placements"]) == ("F32", ["S(0)", "S(1)"], ["S(1)"])
     assert data["tensors"][1]["dtype"] == "BF16"
     assert spec.world_size == 7
+    # The ranks of a larger group hold nothing, on a mesh of their own.
+    wider = m2n.RefitSpec.from_layouts(
+        {"w": m2n.TensorLayout.make("F32", (4,), [0], ["R"])}, {"w": m2n.TensorLayout.make("F32", (4,), [2], ["R"])},
+        world_size=5,
+    )
+    assert wider.meshes["idle"].ranks == (3, 4) and m2n.compile(wider).world_size == 5
 
 
 def test_spec_errors_name_the_tensor():
