@@ -15,7 +15,9 @@
 # M2N_GPU_ARCH (CUDA architectures, default 90), M2N_NCCL_LIBRARY (a
 # libnccl.so.2 to load; found automatically where possible),
 # M2N_GTEST_SOURCE (a GoogleTest source tree, for machines without one
-# installed; /usr/src/googletest is tried too), M2N_GPU_M2N (an m2n built
+# installed; /usr/src/googletest is tried too), M2N_GPU_PYTHON (a Python
+# with torch and nanobind for the Python package's GPU tests; default
+# python3), M2N_GPU_M2N (an m2n built
 # with the GPU path, instead of building one; the build needs LLVM and MLIR
 # 22 at /usr/lib/llvm-22 or MLIR_DIR).
 set -u
@@ -179,6 +181,20 @@ print(max(max(ranks(m)) for m in spec["meshes"]) + 1)' "$spec")
 else
   results+=("$(printf '%-10s %-8s' e2e 'FAIL (no m2n with the GPU path: set M2N_GPU_M2N, or install LLVM and MLIR 22)')")
   failed=1
+fi
+
+# The Python package's GPU tests (python/tests/test_gpu.py): its extension
+# built beside that m2n, run with a Python that has torch and nanobind.
+python=${M2N_GPU_PYTHON:-python3}
+if [ -d "$build/m2n" ] &&
+  timeout 60 "$python" -c 'import torch, nanobind' >/dev/null 2>&1; then
+  phase python 400 bash -c 'cmake "$1/m2n" -DM2N_ENABLE_PYTHON=ON \
+      -DPython_EXECUTABLE="$(command -v "$2")" &&
+    cmake --build "$1/m2n" -j 16 --target _m2n m2n-python-package &&
+    PYTHONPATH="$1/m2n/python" M2N_BUILD_DIR="$1/m2n" "$2" -m pytest -q -rs \
+      "$3/python/tests/test_gpu.py"' _ "$build" "$python" "$top"
+else
+  results+=("$(printf '%-10s %-8s' python 'SKIP (no m2n build, or no Python with torch and nanobind: set M2N_GPU_PYTHON)')")
 fi
 
 if [ $built = 1 ]; then

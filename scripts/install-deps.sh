@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ python3 pkg-config
+  cmake ninja-build g++ python3 python3-dev python3-venv pkg-config
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
