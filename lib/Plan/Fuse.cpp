@@ -576,19 +576,33 @@ static Traffic trafficOf(const Plan &plan) {
   return traffic;
 }
 
-/// The model's time for `plan` scheduled in `options`, or infinity when it
-/// cannot be scheduled (then fuse's caller reports why).
-static double scheduledSeconds(Plan plan, const ScheduleOptions &options) {
+namespace {
+/// A plan's messages scheduled, and the model's time for them: infinity
+/// when they cannot be scheduled (then the schedule pass reports why).
+struct Trial {
+  std::optional<ScheduledMessages> scheduled;
+  double seconds = std::numeric_limits<double>::infinity();
+};
+} // namespace
+
+static Trial scheduled(Plan plan, const ScheduleOptions &options) {
   llvm::Expected<ScheduleStats> stats = schedule(plan, options);
   if (!stats) {
     llvm::consumeError(stats.takeError());
-    return std::numeric_limits<double>::infinity();
+    return {};
   }
-  return options.model->cost(plan).predictedSeconds;
+  Trial trial;
+  trial.seconds = options.model->cost(plan).predictedSeconds;
+  trial.scheduled = ScheduledMessages{std::move(plan.messages), plan.numSteps,
+                                      plan.stagingBudget, *stats};
+  return trial;
 }
 
 FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
-                                const ScheduleOptions &schedule) {
+                                const ScheduleOptions &schedule,
+                                std::optional<ScheduledMessages> *result) {
+  if (result)
+    result->reset();
   // Each try costs a copy of the plan and a schedule: one that would have
   // more messages than this is not tried.
   constexpr int64_t kMostMessages = int64_t(1) << 18;
@@ -613,18 +627,26 @@ FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
   const Plan unfused = plan;
   FuseStats stats = fuse(plan, options);
   // More messages make a larger plan and cost what the model leaves out:
-  // they must win clearly.
+  // they must win clearly. A plan already that near its bound is kept
+  // without trying: each try costs a schedule.
   constexpr double kClearWin = 0.97;
-  double fastest = kClearWin * scheduledSeconds(plan, schedule);
-  for (const FuseOptions &each : tries) {
-    Plan tried = unfused;
-    FuseStats triedStats = fuse(tried, each);
-    double seconds = scheduledSeconds(tried, schedule);
-    if (seconds < fastest) {
-      fastest = seconds;
-      plan = std::move(tried);
-      stats = triedStats;
+  constexpr double kNearBound = 1.05;
+  Trial best = scheduled(plan, schedule);
+  if (best.seconds > kNearBound * schedule.model->lowerBound(unfused)) {
+    double fastest = kClearWin * best.seconds;
+    for (const FuseOptions &each : tries) {
+      Plan tried = unfused;
+      FuseStats triedStats = fuse(tried, each);
+      Trial trial = scheduled(tried, schedule);
+      if (trial.seconds < fastest) {
+        fastest = trial.seconds;
+        best = std::move(trial);
+        plan = std::move(tried);
+        stats = triedStats;
+      }
     }
   }
+  if (result)
+    *result = std::move(best.scheduled);
   return stats;
 }

@@ -1120,6 +1120,12 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   return count;
 }
 
+void ScheduledMessages::applyTo(Plan &plan) && {
+  plan.messages = std::move(messages);
+  plan.numSteps = numSteps;
+  plan.stagingBudget = stagingBudget;
+}
+
 llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
                                              const ScheduleOptions &options) {
   int64_t budget = options.stagingBudget;

@@ -6,6 +6,8 @@
 #include "m2n/Plan/Plan.h"
 #include "m2n/Plan/Schedule.h"
 
+#include <optional>
+
 namespace m2n::plan {
 
 struct FuseOptions {
@@ -61,8 +63,11 @@ std::vector<Message> fusedMessages(const Plan &plan,
 /// chunk at a time, and each forward passes on one chunk of every root.
 constexpr int64_t kPipelineMessages = 512;
 constexpr int64_t kPipelineChunks = 32;
+/// Where it scheduled the messages it keeps, their schedule is put in
+/// `scheduled` (when given), else that is left empty.
 FuseStats fuseForSchedule(Plan &plan, const FuseOptions &options,
-                          const ScheduleOptions &schedule);
+                          const ScheduleOptions &schedule,
+                          std::optional<ScheduledMessages> *scheduled = nullptr);
 
 } // namespace m2n::plan
 

@@ -41,6 +41,20 @@ struct ScheduleStats {
 llvm::Expected<ScheduleStats> schedule(Plan &plan,
                                        const ScheduleOptions &options);
 
+/// What schedule() made of a plan: its messages in order, with their steps,
+/// the step count and budget, and the statistics. Kept by a caller that
+/// scheduled a plan on the way (fuse, to choose its messages), so that the
+/// same plan need not be scheduled again.
+struct ScheduledMessages {
+  std::vector<Message> messages;
+  int64_t numSteps = 0;
+  int64_t stagingBudget = 0;
+  ScheduleStats stats;
+
+  /// Gives `plan`, whose messages were the ones scheduled, this schedule.
+  void applyTo(Plan &plan) &&;
+};
+
 } // namespace m2n::plan
 
 #endif // M2N_PLAN_SCHEDULE_H

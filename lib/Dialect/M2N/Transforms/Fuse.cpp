@@ -32,15 +32,22 @@ struct FusePass : impl::FusePassBase<FusePass> {
     schedule.stagingBudget = stagingBytes;
     schedule.model = &*model;
     schedule.pool = groupPool(&getContext());
+    PlanCache &cache = getAnalysis<PlanCache>();
     auto result =
-        transformPlans(getOperation(), getAnalysis<PlanCache>(),
-                       [&](RefitOp, plan::Plan &plan) -> mlir::LogicalResult {
+        transformPlans(getOperation(), cache,
+                       [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
                          // An explicit bucket is the user's to keep.
+                         std::optional<plan::ScheduledMessages> scheduled;
                          plan::FuseStats stats =
                              bucketBytes > 0
                                  ? plan::fuse(plan, options)
                                  : plan::fuseForSchedule(plan, options,
-                                                         schedule);
+                                                         schedule, &scheduled);
+                         // m2n-schedule takes it rather than scheduling
+                         // the same messages again.
+                         if (scheduled)
+                           cache.setSchedule(refit, stagingBytes, topology,
+                                             std::move(*scheduled));
                          numMessages += stats.messages;
                          numZeroCopy += stats.zeroCopyMessages;
                          numSplitSlices += stats.splitSlices;

@@ -403,11 +403,34 @@ void PlanCache::set(RefitOp refit, plan::Plan plan) {
   plans[refit] = std::move(plan);
 }
 
+void PlanCache::setSchedule(RefitOp refit, int64_t stagingBudget,
+                            StringRef topology,
+                            plan::ScheduledMessages schedule) {
+  schedules[refit] = {stagingBudget, topology.str(), std::move(schedule)};
+}
+
+void PlanCache::dropSchedule(RefitOp refit) { schedules.erase(refit); }
+
+std::optional<plan::ScheduledMessages>
+PlanCache::takeSchedule(RefitOp refit, int64_t stagingBudget,
+                        StringRef topology) {
+  auto it = schedules.find(refit);
+  if (it == schedules.end())
+    return std::nullopt;
+  PendingSchedule pending = std::move(it->second);
+  schedules.erase(it);
+  if (pending.stagingBudget != stagingBudget || pending.topology != topology)
+    return std::nullopt;
+  return std::move(pending.schedule);
+}
+
 LogicalResult
 transformPlans(ModuleOp module, PlanCache &cache,
                function_ref<LogicalResult(RefitOp, plan::Plan &)> transform) {
   for (RefitOp refit : module.getOps<RefitOp>()) {
     FailureOr<plan::Plan *> plan = cache.get(refit);
+    // The plan is about to change: a schedule recorded for it is stale.
+    cache.dropSchedule(refit);
     if (failed(plan) || failed(transform(refit, **plan)))
       return failure();
     writePlan(refit, **plan);

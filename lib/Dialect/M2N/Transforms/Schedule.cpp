@@ -29,6 +29,20 @@ void emitReport(RefitOp refit, const plan::PlanCost &cost) {
       << llvm::formatv("{0:F2}", ratio).str() << "x)";
 }
 
+/// The schedule of `refit`'s plan known from an earlier pass, given to the
+/// plan, or a new one.
+llvm::Expected<plan::ScheduleStats> scheduleOrTake(
+    plan::Plan &plan, const plan::ScheduleOptions &options,
+    llvm::DenseMap<mlir::Operation *, plan::ScheduledMessages> &known,
+    RefitOp refit) {
+  auto it = known.find(refit);
+  if (it == known.end())
+    return plan::schedule(plan, options);
+  plan::ScheduleStats stats = it->second.stats;
+  std::move(it->second).applyTo(plan);
+  return stats;
+}
+
 struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
   using SchedulePassBase::SchedulePassBase;
 
@@ -41,11 +55,19 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
     options.stagingBudget = stagingBytes;
     options.model = &*model;
     options.pool = groupPool(&getContext());
+    // What m2n-fuse scheduled on the way to choosing the messages, in the
+    // same budget and topology, is the schedule this pass would make.
+    PlanCache &cache = getAnalysis<PlanCache>();
+    llvm::DenseMap<mlir::Operation *, plan::ScheduledMessages> known;
+    for (RefitOp refit : getOperation().getOps<RefitOp>())
+      if (std::optional<plan::ScheduledMessages> schedule =
+              cache.takeSchedule(refit, stagingBytes, topology))
+        known.try_emplace(refit, std::move(*schedule));
     auto result = transformPlans(
-        getOperation(), getAnalysis<PlanCache>(),
+        getOperation(), cache,
         [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
-          llvm::Expected<plan::ScheduleStats> stats =
-              plan::schedule(plan, options);
+          llvm::Expected<plan::ScheduleStats> stats = scheduleOrTake(
+              plan, options, known, refit);
           if (!stats)
             return emitRefitError(refit)
                    << "cannot schedule refit @" << refit.getSymName() << ": "

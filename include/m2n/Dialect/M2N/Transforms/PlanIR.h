@@ -19,6 +19,7 @@
 #include "m2n/Plan/CostModel.h"
 #include "m2n/Plan/Parallel.h"
 #include "m2n/Plan/Plan.h"
+#include "m2n/Plan/Schedule.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
@@ -67,13 +68,35 @@ public:
   /// Records `plan` as what `refit` holds in IR.
   void set(RefitOp refit, plan::Plan plan);
 
+  /// Records a schedule that a pass worked out for the plan it leaves in
+  /// `refit` (m2n-fuse schedules the messages it chooses between), in a
+  /// staging budget and for the topology file `topology` ("" the default),
+  /// for m2n-schedule to take instead of scheduling the same plan again.
+  /// It lives as long as the cache: a pass that changes the plan without
+  /// preserving the cache drops it.
+  void setSchedule(RefitOp refit, int64_t stagingBudget,
+                   llvm::StringRef topology, plan::ScheduledMessages schedule);
+  /// The schedule recorded for `refit` in that budget and topology, taken
+  /// out of the cache; none when there is none or it was for others.
+  std::optional<plan::ScheduledMessages>
+  takeSchedule(RefitOp refit, int64_t stagingBudget, llvm::StringRef topology);
+  /// Forgets the schedule recorded for `refit`, if any.
+  void dropSchedule(RefitOp refit);
+
 private:
+  struct PendingSchedule {
+    int64_t stagingBudget;
+    std::string topology;
+    plan::ScheduledMessages schedule;
+  };
   llvm::DenseMap<mlir::Operation *, plan::Plan> plans;
+  llvm::DenseMap<mlir::Operation *, PendingSchedule> schedules;
 };
 
 /// Runs `transform` on the plan of every refit in `module`, taken from
 /// `cache`, and when that succeeds writes the plan back to IR, leaving the
-/// cache equal to it. Stops at the first failure; the caller then must not
+/// cache equal to it. A schedule recorded for the plan is dropped before
+/// `transform` runs (which may record another). Stops at the first failure; the caller then must not
 /// preserve the cache.
 mlir::LogicalResult transformPlans(
     mlir::ModuleOp module, PlanCache &cache,
