@@ -154,7 +154,7 @@ static bool setRootKeys(const Plan &plan, std::vector<PairSlice> &slices) {
   return true;
 }
 
-/// The ends of the pair that begins at `begin` in `slices`.
+/// The end of the pair that begins at `begin` in `slices`.
 static size_t pairEnd(const std::vector<PairSlice> &slices, size_t begin) {
   size_t end = begin + 1;
   while (end < slices.size() && slices[begin].samePair(slices[end]))
@@ -170,8 +170,7 @@ static size_t pairEnd(const std::vector<PairSlice> &slices, size_t begin) {
 /// pass on the k-th chunk of every root, which the source side sends in
 /// the k-th messages of its own pairs: a pipeline whose forwards each wait
 /// on one message of each root, sent about when the others are.
-static void chunkPairs(const Plan &plan, std::vector<PairSlice> &slices,
-                       int64_t chunks) {
+static void chunkPairs(std::vector<PairSlice> &slices, int64_t chunks) {
   std::vector<PairSlice> result;
   result.reserve(slices.size());
   // Per root of the pair: its bytes, and how many are placed so far.
@@ -273,7 +272,7 @@ static std::vector<PairSlice> remoteSlicesByPair(const Plan &plan,
                        });
     }
   if (chunks > 0)
-    chunkPairs(plan, result, chunks);
+    chunkPairs(result, chunks);
   return result;
 }
 
@@ -627,7 +626,7 @@ FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
   const Plan unfused = plan;
   FuseStats stats = fuse(plan, options);
   // More messages make a larger plan and cost what the model leaves out:
-  // they must win clearly. A plan already that near its bound is kept
+  // they must win clearly. A plan already near its bound is kept
   // without trying: each try costs a schedule.
   constexpr double kClearWin = 0.97;
   constexpr double kNearBound = 1.05;
