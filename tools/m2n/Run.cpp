@@ -80,6 +80,32 @@ std::string partialFile(const std::string &dir, uint32_t rank) {
   return rankFile(dir, rank) + ".partial";
 }
 
+/// Makes the --dst folder, which a run creates only once it has outputs to
+/// write: a job that fails before then, even one ended by MPI_Abort, leaves
+/// nothing. Returns what went wrong, or "".
+std::string makeOutputFolder(const std::string &dir) {
+  if (std::error_code error = llvm::sys::fs::create_directories(dir))
+    return "cannot create '" + dir + "': " + error.message();
+  return "";
+}
+
+/// Why the folder `dir` could not be made (its nearest existing ancestor is
+/// no folder, or one this process may not write), or "": checked before a
+/// run, so that a bad --dst fails at once rather than after the transfer.
+std::string cannotMake(const std::string &dir) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::fs::make_absolute(path);
+  while (!llvm::sys::fs::exists(path) && llvm::sys::path::has_parent_path(path))
+    llvm::sys::path::remove_filename(path);
+  if (!llvm::sys::fs::is_directory(path))
+    return "cannot create '" + dir + "': '" + std::string(path) +
+           "' is not a folder";
+  if (llvm::sys::fs::access(path, llvm::sys::fs::AccessMode::Write))
+    return "cannot create '" + dir + "': '" + std::string(path) +
+           "' is not writable";
+  return "";
+}
+
 /// Removes what runs that were killed left of the outputs of the ranks that
 /// `ours` accepts: every DIR/rank{r}.safetensors.* (partial outputs and the
 /// safetensors writer's temporary files), which m2n alone names so.
@@ -520,6 +546,10 @@ int runSim(m2n_plan_t plan, const m2n_plan_info_t &info,
   m2n_sim_world_destroy(world);
   if (errors.empty()) {
     line.begin("m2n run: writing the outputs");
+    if (std::string error = makeOutputFolder(options.dstDir); !error.empty())
+      errors.push_back(error);
+  }
+  if (errors.empty()) {
     removeStale(options.dstDir,
                 [&](uint32_t r) { return r < info.world_size; });
     for (const std::unique_ptr<RankWork> &work : works)
@@ -691,6 +721,9 @@ int runMpi(m2n_plan_t plan, const m2n_plan_info_t &info,
   if (error.empty()) {
     line.begin("m2n run (rank " + std::to_string(rank) +
                "): writing the outputs");
+    error = makeOutputFolder(options.dstDir);
+  }
+  if (error.empty()) {
     removeStale(options.dstDir, [&](uint32_t r) { return r == work.rank; });
     error = writeOutputs(options.dstDir, work);
   }
@@ -794,10 +827,8 @@ int run(const RunOptions &options) {
   m2n_status_free(m2n_plan_get_info(plan, &info));
   // A failed run leaves nothing new, not even the folder it created.
   bool created = !llvm::sys::fs::exists(options.dstDir);
-  if (std::error_code error =
-          llvm::sys::fs::create_directories(options.dstDir)) {
-    llvm::errs() << "error: cannot create '" << options.dstDir
-                 << "': " << error.message() << "\n";
+  if (std::string error = cannotMake(options.dstDir); !error.empty()) {
+    llvm::errs() << "error: " << error << "\n";
     m2n_plan_destroy(plan);
     return 1;
   }
