@@ -63,7 +63,7 @@ const char *const kModels[] = {"llama-3-8b",      "llama-3-70b", "qwen3-32b",
 std::string training(Draw &draw, bool moe) {
   switch (draw.pick({0, 1, 2, 3, 4, 5, 6, 7, 8})) {
   case 0:
-    return llvm::formatv("fsdp{0}", draw.pick({8, 16, 32, 64, 128}));
+    return llvm::formatv("fsdp{0}", draw.pick({4, 8, 16, 32, 64, 128}));
   case 1:
     return llvm::formatv("tp{0},fsdp{1}", draw.pick({2, 4, 8}),
                          draw.pick({2, 4, 8, 16}));

@@ -565,14 +565,27 @@ namespace {
 /// which passes it on within its node. Every receiver then receives the
 /// region once, and its sends are about what it receives, so the receivers'
 /// links carry the replicas' traffic instead of the source side's.
+///
+/// Where some receivers share a node with a holder (the two sides share
+/// nodes), those take the region whole from the holder over the node's
+/// links, and the parts are for the other nodes' receivers alone: each part
+/// comes from the least busy of the holders and those receivers, so the
+/// region leaves the holders' nodes through all of their ranks' NICs, not
+/// only the holders'.
 /// An exchange's parts are at least a bucket over this.
 constexpr int64_t kPartsPerBucket = 8;
 
 struct Exchange {
+  /// The parts, and after them the whole region once per receiver that
+  /// takes it from a holder of its node (a part that no one passes on).
   std::vector<Box> parts;
-  /// Per part: its bytes (all members), the source holder that sends it,
-  /// and its owner.
+  /// Per part: its bytes (all members), the rank that first sends it (a
+  /// source holder, or a receiver that has the whole region), and its
+  /// owner.
   std::vector<int64_t> bytes, holders, owners;
+  /// Per part, the round of that first send: 0 from a source holder, 1
+  /// from a receiver.
+  std::vector<int32_t> firstRounds;
   /// Per part, the hops after the first: (sender, receiver, round).
   struct Hop {
     int64_t sender, receiver;
@@ -619,9 +632,8 @@ private:
 };
 } // namespace
 
-/// The receivers of `region` by node, nodes in ascending order, and the
-/// receivers taken one from each node in turn: owners spread over the nodes.
-static std::pair<std::vector<std::vector<int64_t>>, std::vector<int64_t>>
+/// The receivers of `region` by node, nodes in ascending order.
+static std::vector<std::vector<int64_t>>
 receiversByNode(const Region &region, const CostModel &model) {
   std::vector<std::vector<int64_t>> nodes;
   for (int64_t receiver : region.receivers) {
@@ -629,15 +641,24 @@ receiversByNode(const Region &region, const CostModel &model) {
       nodes.emplace_back();
     nodes.back().push_back(receiver);
   }
+  return nodes;
+}
 
-  // Receivers are ascending, so a node's come together unless nodes
-  // interleave ranks, which a rank-to-node division cannot.
+/// The receivers of `nodes` taken one from each node in turn: owners spread
+/// over the nodes. Receivers are ascending, so a node's come together
+/// unless nodes interleave ranks, which a rank-to-node division cannot.
+static std::vector<int64_t>
+interleave(const std::vector<std::vector<int64_t>> &nodes) {
   std::vector<int64_t> interleaved;
-  for (size_t i = 0; interleaved.size() < region.receivers.size(); ++i)
+  for (size_t i = 0, found = 1; found; ++i) {
+    found = 0;
     for (const std::vector<int64_t> &node : nodes)
-      if (i < node.size())
+      if (i < node.size()) {
         interleaved.push_back(node[i]);
-  return {std::move(nodes), std::move(interleaved)};
+        found = 1;
+      }
+  }
+  return interleaved;
 }
 
 /// The least busy sender among `receivers` that owns no part yet, on a node
@@ -667,44 +688,66 @@ static int64_t leastBusyOwner(llvm::ArrayRef<int64_t> receivers,
   return *best;
 }
 
-/// The exchange of `region`, or nullopt when it cannot be cut into two parts
-/// or needs more rounds than allowed. `loads` must exclude the region.
-static std::optional<Exchange> planExchange(const Region &region,
-                                            const Loads &loads,
-                                            const CostModel &model,
-                                            const RelayOptions &options) {
-  if (!options.exchange || options.maxRounds < 2)
-    return std::nullopt;
-  auto [nodes, owners] = receiversByNode(region, model);
+/// The exchange of `region` whose parts go to the receivers of `nodes`,
+/// `local` (receivers on a holder's node) taking it whole from a holder of
+/// their node and feeding parts; nullopt when it cannot be cut into parts
+/// (two, without local receivers) or needs more rounds than allowed.
+/// `loads` must exclude the region.
+static std::optional<Exchange>
+exchangeAmong(const Region &region,
+              const std::vector<std::vector<int64_t>> &nodes,
+              llvm::ArrayRef<int64_t> local, const Loads &loads,
+              const CostModel &model, const RelayOptions &options) {
+  std::vector<int64_t> owners = interleave(nodes);
   // A part per receiver, but none much smaller than a bucket: each part is
   // a message from the source side, whose latency a small part would not
   // pay for, while parts too large pipeline poorly. A region too small for
   // two such parts is not worth the hops' latencies.
-  int64_t receivers = static_cast<int64_t>(region.receivers.size());
+  int64_t fewest = local.empty() ? 2 : 1;
   int64_t smallest =
       std::max<int64_t>(1, model.defaultBucketBytes() / kPartsPerBucket);
-  if (region.bytes < 2 * smallest)
+  if (region.bytes < 2 * smallest || owners.empty())
     return std::nullopt;
   Exchange exchange;
   exchange.parts = chunkBox(
-      region.box, std::clamp<int64_t>(region.bytes / smallest, 2, receivers));
-  if (exchange.parts.size() < 2)
+      region.box,
+      std::clamp<int64_t>(region.bytes / smallest, fewest,
+                          std::max<int64_t>(fewest, owners.size())));
+  if (static_cast<int64_t>(exchange.parts.size()) < fewest)
     return std::nullopt;
-  // Entries pass parts on within their node, in a third round.
-  bool entries = options.maxRounds >= 3;
+  // Rounds: local receivers feed parts a round after theirs arrive, owners
+  // pass them on in the next, and entries within their node in a third.
+  int32_t latestFeed = local.empty() ? 0 : 1;
+  if (options.maxRounds < latestFeed + 2)
+    return std::nullopt;
+  bool entries = options.maxRounds >= latestFeed + 3;
   // Bytes per element, all members: exact, and a part's bytes then cannot
   // overflow on the way as volume * region bytes would.
   int64_t elementBytes = region.bytes / region.box.volume();
   LoadDelta delta(loads, model);
+  std::vector<int64_t> wholeFrom;
+  for (int64_t receiver : local) {
+    std::vector<int64_t> near;
+    for (int64_t holder : region.holders)
+      if (model.sameNode(holder, receiver))
+        near.push_back(holder);
+    wholeFrom.push_back(
+        leastBusyHolder(near, receiver, region.bytes, model,
+                        [&](int64_t rank) { return delta.send(rank); }));
+    delta.add(wholeFrom.back(), receiver, region.bytes);
+  }
+  std::vector<int64_t> feeders = region.holders;
+  llvm::append_range(feeders, local);
   for (size_t p = 0; p < exchange.parts.size(); ++p) {
     int64_t bytes = exchange.parts[p].volume() * elementBytes;
     int64_t owner = owners[p];
     if (exchange.parts.size() < owners.size())
       owner = leastBusyOwner(owners, exchange.owners, delta, model);
-    int64_t holder =
-        leastBusyHolder(region.holders, owner, bytes, model,
+    int64_t feeder =
+        leastBusyHolder(feeders, owner, bytes, model,
                         [&](int64_t rank) { return delta.send(rank); });
-    delta.add(holder, owner, bytes);
+    int32_t first = llvm::is_contained(local, feeder) ? 1 : 0;
+    delta.add(feeder, owner, bytes);
     std::vector<Exchange::Hop> hops;
     auto hop = [&](int64_t from, int64_t to, int32_t round) {
       delta.add(from, to, bytes);
@@ -715,27 +758,76 @@ static std::optional<Exchange> planExchange(const Region &region,
       if (own || !entries || node.size() == 1) {
         for (int64_t receiver : node)
           if (receiver != owner)
-            hop(owner, receiver, 1);
+            hop(owner, receiver, first + 1);
         continue;
       }
       // The entry is the node's least busy receiver.
       int64_t entry = *llvm::min_element(node, [&](int64_t a, int64_t b) {
         return delta.receive(a) < delta.receive(b);
       });
-      hop(owner, entry, 1);
+      hop(owner, entry, first + 1);
       for (int64_t receiver : node)
         if (receiver != entry)
-          hop(entry, receiver, 2);
+          hop(entry, receiver, first + 2);
     }
     exchange.bytes.push_back(bytes);
-    exchange.holders.push_back(holder);
+    exchange.holders.push_back(feeder);
     exchange.owners.push_back(owner);
+    exchange.firstRounds.push_back(first);
     exchange.hops.push_back(std::move(hops));
+  }
+  for (size_t i = 0; i < local.size(); ++i) {
+    exchange.parts.push_back(region.box);
+    exchange.bytes.push_back(region.bytes);
+    exchange.holders.push_back(wholeFrom[i]);
+    exchange.owners.push_back(local[i]);
+    exchange.firstRounds.push_back(0);
+    exchange.hops.emplace_back();
   }
   // Fused with the other traffic between the same ranks, the hops cost no
   // latency of their own: one, as a direct send pays.
   exchange.seconds = delta.busiest() + model.getTopology().latencySeconds;
   return exchange;
+}
+
+/// Whether some receiver of `region` shares a node with a holder.
+static bool hasLocalReceivers(const Region &region, const CostModel &model) {
+  return llvm::any_of(region.receivers, [&](int64_t receiver) {
+    return llvm::any_of(region.holders, [&](int64_t holder) {
+      return model.sameNode(holder, receiver);
+    });
+  });
+}
+
+/// An exchange of `region`: among all its receivers, or, when `fed` and
+/// some share a node with a holder, fed by those among the others where
+/// that can be planned. `loads` must exclude the region.
+static std::optional<Exchange> planExchange(const Region &region,
+                                            const Loads &loads,
+                                            const CostModel &model,
+                                            const RelayOptions &options,
+                                            bool fed) {
+  if (!options.exchange || options.maxRounds < 2)
+    return std::nullopt;
+  std::vector<std::vector<int64_t>> nodes = receiversByNode(region, model);
+  if (fed && hasLocalReceivers(region, model)) {
+    std::vector<std::vector<int64_t>> remote;
+    std::vector<int64_t> local;
+    for (const std::vector<int64_t> &node : nodes) {
+      bool held = llvm::any_of(region.holders, [&](int64_t holder) {
+        return model.sameNode(holder, node.front());
+      });
+      if (held)
+        llvm::append_range(local, node);
+      else
+        remote.push_back(node);
+    }
+    if (!remote.empty())
+      if (std::optional<Exchange> exchange =
+              exchangeAmong(region, remote, local, loads, model, options))
+        return exchange;
+  }
+  return exchangeAmong(region, nodes, {}, loads, model, options);
 }
 
 /// The slices that carry `region` along `exchange`.
@@ -745,6 +837,8 @@ static void addExchangeSlices(const Exchange &exchange,
     Slice first;
     first.sender = exchange.holders[p];
     first.receiver = exchange.owners[p];
+    first.round = exchange.firstRounds[p];
+    first.origin = first.round > 0 ? Origin::Destination : Origin::Source;
     first.box = exchange.parts[p];
     out.push_back(first);
     for (const Exchange::Hop &hop : exchange.hops[p]) {
@@ -874,7 +968,7 @@ static std::vector<Block> familyBlocks(const Family &family,
 static Arrangement arrange(const Region &region, const CostModel &model,
                            const std::vector<Block> &blocks) {
   Arrangement arrangement;
-  arrangement.nodes = receiversByNode(region, model).first;
+  arrangement.nodes = receiversByNode(region, model);
   size_t columns = arrangement.nodes.front().size();
   if (llvm::any_of(arrangement.nodes, [&](const std::vector<int64_t> &node) {
         return node.size() != columns;
@@ -1145,50 +1239,97 @@ struct Decision {
 };
 } // namespace
 
-/// Decides `regions` in order, each on the loads that the ones before left,
-/// which `loads` holds at the end. When `preferExchange`, a region that can
-/// be exchanged is, whatever its own ranks' estimate says.
+/// What deciding a region goes by: its ranks' estimate alone; or an
+/// exchange wherever one is possible; or that, fed by the receivers on a
+/// holder's node wherever there are some.
+enum class Preference { Estimate, Exchange, FedExchange };
+
+/// Adds the traffic of `region` as `decision` sends it to `loads`,
+/// weighted by `scale` (-1 takes it away).
+static void addDecisionLoad(Loads &loads, const CostModel &model,
+                            const Region &region, const Decision &decision,
+                            double scale) {
+  if (const std::optional<Exchange> &exchange = decision.exchange) {
+    for (size_t p = 0; p < exchange->parts.size(); ++p) {
+      int64_t bytes = exchange->bytes[p];
+      loads.add(model, exchange->holders[p], exchange->owners[p], bytes,
+                scale);
+      for (const Exchange::Hop &hop : exchange->hops[p])
+        loads.add(model, hop.sender, hop.receiver, bytes, scale);
+    }
+  } else if (const std::optional<Tree> &tree = decision.tree) {
+    double stretch = static_cast<double>(tree->rounds) / tree->numChunks;
+    for (size_t i = 0; i < tree->order.size(); ++i)
+      loads.add(model, tree->parent(i), tree->order[i], region.bytes,
+                stretch * scale);
+  } else {
+    loads.addTransfers(model, region, scale);
+  }
+}
+
+/// How `region` travels, as `preference` says, on `loads` without it;
+/// `directSeconds` is the estimate of sending it directly.
+static Decision decide(const Region &region, const Loads &loads,
+                       const CostModel &model, const RelayOptions &options,
+                       Preference preference, double directSeconds) {
+  Decision decision;
+  std::optional<Tree> tree =
+      chooseTree(region, loads, model, options, directSeconds);
+  std::optional<Exchange> exchange =
+      planExchange(region, loads, model, options,
+                   preference == Preference::FedExchange);
+  // An exchange that leaves the busiest rank as busy as a direct send
+  // still wins: each byte then leaves the source side once, which leaves
+  // the source side's links free for what only they can send.
+  bool preferExchange = preference != Preference::Estimate;
+  if (exchange &&
+      (preferExchange || exchange->seconds <= directSeconds) &&
+      (!tree || exchange->seconds <= tree->seconds))
+    decision.exchange = std::move(exchange);
+  else
+    decision.tree = std::move(tree);
+  return decision;
+}
+
+/// Passes over the regions when fed exchanges are preferred. In the first,
+/// each region is decided on the decisions before it and the direct sends
+/// of those after it, which load the holders many times over: the first
+/// regions then feed their parts from the receivers beside the holders
+/// alone, and the last from the holders alone. In the second, each is
+/// decided again on all the others' decisions, which spreads the feeding.
+constexpr int kFedPasses = 2;
+
+/// A fed exchange adds a hop, whose fill and drain the busy seconds do not
+/// see: the regions go so only when that leaves the busiest rank this
+/// much less busy than the other ways.
+constexpr double kFedGain = 0.9;
+
+/// Decides `regions` in order, as `preference` says, on `loads`, which
+/// hold their traffic at the end.
 static std::vector<Decision> decideInOrder(const std::vector<Region> &regions,
                                            Loads &loads, const CostModel &model,
                                            const RelayOptions &options,
-                                           bool preferExchange) {
+                                           Preference preference) {
+  // Every region starts direct, as `loads` has it.
   std::vector<Decision> decisions(regions.size());
-  for (size_t r = 0; r < regions.size(); ++r) {
-    const Region &region = regions[r];
-    std::vector<int64_t> direct = region.receivers;
-    for (const Region::Transfer &transfer : region.transfers)
-      direct.push_back(transfer.sender);
-    double directSeconds =
-        loads.busiest(direct) + model.getTopology().latencySeconds;
-    loads.addTransfers(model, region, -1);
-    std::optional<Tree> tree =
-        chooseTree(region, loads, model, options, directSeconds);
-    std::optional<Exchange> exchange =
-        planExchange(region, loads, model, options);
-    // An exchange that leaves the busiest rank as busy as a direct send
-    // still wins: each byte then leaves the source side once, which leaves
-    // the source side's links free for what only they can send.
-    bool exchanged =
-        exchange && (preferExchange || exchange->seconds <= directSeconds) &&
-        (!tree || exchange->seconds <= tree->seconds);
-    if (exchanged) {
-      for (size_t p = 0; p < exchange->parts.size(); ++p) {
-        int64_t bytes = exchange->bytes[p];
-        loads.add(model, exchange->holders[p], exchange->owners[p], bytes, 1);
-        for (const Exchange::Hop &hop : exchange->hops[p])
-          loads.add(model, hop.sender, hop.receiver, bytes, 1);
+  int passes = preference == Preference::FedExchange ? kFedPasses : 1;
+  for (int pass = 0; pass < passes; ++pass)
+    for (size_t r = 0; r < regions.size(); ++r) {
+      const Region &region = regions[r];
+      if (pass > 0) {
+        addDecisionLoad(loads, model, region, decisions[r], -1);
+        loads.addTransfers(model, region, 1);
       }
-      decisions[r].exchange = std::move(exchange);
-    } else if (tree) {
-      double stretch = static_cast<double>(tree->rounds) / tree->numChunks;
-      for (size_t i = 0; i < tree->order.size(); ++i)
-        loads.add(model, tree->parent(i), tree->order[i], region.bytes,
-                  stretch);
-      decisions[r].tree = std::move(tree);
-    } else {
-      loads.addTransfers(model, region, 1);
+      std::vector<int64_t> direct = region.receivers;
+      for (const Region::Transfer &transfer : region.transfers)
+        direct.push_back(transfer.sender);
+      double directSeconds =
+          loads.busiest(direct) + model.getTopology().latencySeconds;
+      loads.addTransfers(model, region, -1);
+      decisions[r] =
+          decide(region, loads, model, options, preference, directSeconds);
+      addDecisionLoad(loads, model, region, decisions[r], 1);
     }
-  }
   return decisions;
 }
 
@@ -1197,23 +1338,34 @@ static std::vector<Decision> decideInOrder(const std::vector<Region> &regions,
 /// all), exchanging one region leaves its ranks as busy as before, since
 /// their other direction carries the regions not yet decided, and every
 /// region stays direct although exchanging all of them would halve the
-/// busiest rank's time. So the regions are also decided preferring
-/// exchanges, and whichever leaves the plan's busiest rank less busy is
-/// kept; `loads` ends with its traffic.
+/// busiest rank's time. Likewise a fed exchange spares the links of the
+/// holders' nodes only once most regions go so. So the regions are also
+/// decided preferring exchanges, and fed ones where the sides share nodes
+/// (the latter kept only for a clear gain, kFedGain), and whichever leaves
+/// the plan's busiest rank least busy is kept; `loads` ends with its
+/// traffic.
 static std::vector<Decision> decideRegions(const std::vector<Region> &regions,
                                            Loads &loads, const CostModel &model,
                                            const RelayOptions &options) {
-  Loads preferring = loads;
+  Loads initial = loads;
   std::vector<Decision> decisions =
-      decideInOrder(regions, loads, model, options, false);
+      decideInOrder(regions, loads, model, options, Preference::Estimate);
   if (!options.exchange)
     return decisions;
-  std::vector<Decision> exchanges =
-      decideInOrder(regions, preferring, model, options, true);
-  if (preferring.busiest() < loads.busiest() * (1 - 1e-9)) {
-    loads = std::move(preferring);
-    return exchanges;
-  }
+  auto tryPreference = [&](Preference preference, double gain) {
+    Loads preferring = initial;
+    std::vector<Decision> preferred =
+        decideInOrder(regions, preferring, model, options, preference);
+    if (preferring.busiest() < loads.busiest() * gain) {
+      loads = std::move(preferring);
+      decisions = std::move(preferred);
+    }
+  };
+  tryPreference(Preference::Exchange, 1 - 1e-9);
+  if (llvm::any_of(regions, [&](const Region &region) {
+        return hasLocalReceivers(region, model);
+      }))
+    tryPreference(Preference::FedExchange, kFedGain);
   return decisions;
 }
 

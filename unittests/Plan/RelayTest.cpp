@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 
+#include <numeric>
 #include <map>
 #include <set>
 
@@ -542,6 +543,49 @@ TEST(Relay, FewTrainersFeedManyReplicasThroughAPipeline) {
   PlanCost cost = model.cost(plan);
   EXPECT_LT(cost.predictedSeconds, 1.15 * cost.lowerBoundSeconds);
   EXPECT_LT(cost.predictedSeconds, 0.9 * model.cost(whole).predictedSeconds);
+}
+
+TEST(Relay, ReceiversBesideTheTrainersFeedTheOtherNode) {
+  // Four FSDP ranks (0..3) and six TP2 replicas (4..15) on two nodes of
+  // eight: ranks 4..7 share node 0 with the trainers and take their
+  // regions over the node's links; node 1 needs the whole tensor, which
+  // must enter it once, spread over its NICs and sent from all of node 0's,
+  // the receivers of node 0 passing on what they took. Exchanged among all
+  // receivers alike, node 0's receivers took parts back over their NICs
+  // and two of node 1's ranks took most of what entered it (2.0x the bound
+  // on Llama-3-8B); with the regions decided once, in order, the first
+  // ones loaded the receivers of node 0 and the last the trainers.
+  CostModel model;
+  Plan plan = planWithMeshes(mesh({4}, rankRange(0, 4)),
+                             mesh({6, 2}, rankRange(4, 12)));
+  addGroup(plan, {14336, 4096}, DType::BF16, {Placement::shard(0)},
+           {Placement::replicate(), Placement::shard(0)},
+           /*members=*/32);
+  addDirectSlices(plan, 0);
+  relay(plan, model, RelayOptions());
+  ASSERT_EQ(checkSlices(plan), "");
+  const TransferGroup &group = plan.groups[0];
+  std::vector<int64_t> nicIn(16), nicOut(16);
+  for (const Slice &s : group.slices)
+    if (!model.sameNode(s.sender, s.receiver)) {
+      int64_t bytes = sliceBytes(group, s) * 32;
+      nicIn[s.receiver] += bytes;
+      nicOut[s.sender] += bytes;
+    }
+  int64_t tensor = 14336LL * 4096 * 2 * 32;
+  for (int64_t rank = 0; rank < 8; ++rank)
+    EXPECT_EQ(nicIn[rank], 0) << rank;
+  EXPECT_EQ(std::accumulate(nicIn.begin() + 8, nicIn.end(), int64_t{0}),
+            tensor);
+  for (int64_t rank = 0; rank < 16; ++rank) {
+    EXPECT_LE(nicIn[rank], tensor / 8 * 5 / 4) << rank;
+    EXPECT_LE(nicOut[rank], tensor / 8 * 3 / 2) << rank;
+  }
+  for (int64_t rank = 4; rank < 8; ++rank)
+    EXPECT_GT(nicOut[rank], 0) << rank;
+  // Chains of three hops (trainer, node 0's receiver, node 1's owner, the
+  // owner's node) schedule with every forward after its input.
+  scheduledCost(plan, model);
 }
 
 TEST(Relay, EachRegionGetsItsOwnRoot) {

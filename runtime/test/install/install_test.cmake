@@ -7,7 +7,10 @@
 #   cmake -DBUILD=<runtime build> -DWORK=<dir> -DDOC=<docs/runtime.md>
 #         -DPLAN_WRITER=<m2n_write_doc_plan> -DGENERATOR=<generator>
 #         -DC_COMPILER=<cc> -DCXX_COMPILER=<c++> [-DPKG_CONFIG=<pkg-config>]
-#         -P install_test.cmake
+#         [-DLINK_FLAGS=<flags>] -P install_test.cmake
+#
+# LINK_FLAGS are the runtime build's own linker flags, which an engine
+# linking it must pass too (a sanitizer build's runtimes, for one).
 
 function(check_run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE result
@@ -59,7 +62,8 @@ endfunction()
 
 check_run(${CMAKE_COMMAND} -S ${WORK}/example -B ${WORK}/example-build
   -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix}
-  -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+  -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+  "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}")
 check_run(${CMAKE_COMMAND} --build ${WORK}/example-build)
 expect_example(${WORK}/example-build/example "find_package")
 
@@ -70,6 +74,6 @@ endif()
 set(ENV{PKG_CONFIG_PATH} "${prefix}/lib/pkgconfig")
 check_run(${PKG_CONFIG} --cflags --libs --static m2n_runtime)
 string(STRIP "${output}" flags)
-separate_arguments(flags UNIX_COMMAND "${flags}")
+separate_arguments(flags UNIX_COMMAND "${flags} ${LINK_FLAGS}")
 check_run(${C_COMPILER} ${WORK}/example/main.c -o ${WORK}/example-pc ${flags})
 expect_example(${WORK}/example-pc "pkg-config")

@@ -61,7 +61,9 @@ def RelayPass : Pass<"m2n-relay", "mlir::ModuleOp"> {
     in later rounds, where the cost model says that is faster: an exchange
     (the region cut into a part per receiver, each part sent once to its
     owner, which passes it to the receivers of its node and to one entry
-    receiver per other node, which passes it on within its node), or a
+    receiver per other node, which passes it on within its node; where
+    receivers share a node with a holder, they take the region from it
+    over the node's links and feed the parts to the other nodes), or a
     chain or tree pipelined in chunks. A tensor held in many pieces that
     many receivers need whole is gathered instead: each piece goes to one
     receiver, and runs of pieces that double round by round cross the nodes
