@@ -23,6 +23,14 @@ llvm_config.use_default_substitutions()
 
 config.substitutions.append(("%m2n_src_root", config.m2n_src_root))
 config.substitutions.append(("%python", sys.executable))
+# Caps what one allocation may take, whatever the machine. AddressSanitizer
+# reserves its shadow memory at start, which a capped address space does
+# not leave room for; under it the cap is its allocator's own limit.
+if "-fsanitize=address" in config.m2n_cxx_flags:
+    config.substitutions.append(("%cap_memory", "export ASAN_OPTIONS="
+        "$ASAN_OPTIONS:max_allocation_size_mb=16000:allocator_may_return_null=1"))
+else:
+    config.substitutions.append(("%cap_memory", "ulimit -v 16000000"))
 
 # The MPI end-to-end tests run where mpirun is.
 if shutil.which("mpirun"):

@@ -226,8 +226,8 @@ public:
   int64_t place(const Message &message) {
     int64_t bytes = stagingOf(message);
     auto [from, to] = slots(message);
-    const int64_t *sent = &staging[from * capacity];
-    const int64_t *received = &staging[to * capacity];
+    const int64_t *sent = staging.data() + from * capacity;
+    const int64_t *received = staging.data() + to * capacity;
     for (size_t step = 0; step < numSteps; ++step)
       if (fits(sent[step], received[step], message, bytes))
         return take(step, message);
@@ -415,10 +415,10 @@ private:
                                   size_t end) const {
     int64_t bytes = stagingOf(message);
     auto [from, to] = slots(message);
-    const int64_t *sent = &staging[from * capacity];
-    const int64_t *received = &staging[to * capacity];
-    const double *sending = &sendSeconds[from * capacity];
-    const double *receiving = &receiveSeconds[to * capacity];
+    const int64_t *sent = staging.data() + from * capacity;
+    const int64_t *received = staging.data() + to * capacity;
+    const double *sending = sendSeconds.data() + from * capacity;
+    const double *receiving = receiveSeconds.data() + to * capacity;
     double seconds =
         model->messageSeconds(message.sender, message.receiver, message.bytes);
     std::optional<size_t> best;
