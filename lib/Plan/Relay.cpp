@@ -30,12 +30,12 @@
 #include "m2n/Plan/Relay.h"
 
 #include "m2n/Plan/Coalesce.h"
+#include "m2n/Support/Assert.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -1208,7 +1208,8 @@ static bool tryGather(const Plan &plan, const Family &family,
 static void addTreeSlices(const Region &region, const Tree &tree,
                           std::vector<Slice> &out) {
   std::vector<Box> chunks = chunkBox(region.box, tree.chunks);
-  assert(static_cast<int64_t>(chunks.size()) == tree.numChunks);
+  M2N_ASSERT(static_cast<int64_t>(chunks.size()) == tree.numChunks,
+             "numChunks counts the pieces chunkBox makes");
   for (size_t i = 0; i < tree.order.size(); ++i) {
     for (size_t c = 0; c < chunks.size(); ++c) {
       Slice slice;

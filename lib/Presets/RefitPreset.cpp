@@ -22,12 +22,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "m2n/Presets/RefitPreset.h"
+#include "m2n/Support/Assert.h"
 
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
-#include <cassert>
 #include <string>
 
 using namespace m2n;
@@ -109,7 +109,7 @@ int64_t SideLayout::stageOf(int64_t layer) const {
   int64_t layers = model.numLayers;
   layer = std::clamp<int64_t>(layer, 0, layers - 1);
   int64_t base = layers / stages, longer = layers % stages;
-  assert(base > 0 && "checkParallelism gives every stage a layer");
+  M2N_ASSERT(base > 0, "checkParallelism gives every stage a layer");
   int64_t inLonger = longer * (base + 1);
   if (layer < inLonger)
     return layer / (base + 1);

@@ -20,8 +20,9 @@ void expectFinds(const std::vector<int64_t> &ranks) {
     EXPECT_EQ(index.find(ranks[i]), static_cast<int64_t>(i)) << ranks[i];
   for (int64_t rank : ranks)
     for (int64_t near : {rank - 1, rank + 1})
-      if (std::find(ranks.begin(), ranks.end(), near) == ranks.end())
+      if (std::find(ranks.begin(), ranks.end(), near) == ranks.end()) {
         EXPECT_EQ(index.find(near), -1) << near;
+      }
 }
 
 TEST(RankIndex, DenseRanksInAnyOrder) { expectFinds({12, 9, 10, 15, 8}); }

@@ -12,8 +12,9 @@
 #ifndef M2N_LAYOUT_LAYOUT_H
 #define M2N_LAYOUT_LAYOUT_H
 
+#include "m2n/Support/Assert.h"
+
 #include <algorithm>
-#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -83,11 +84,11 @@ public:
   int64_t *data() { return values; }
   const int64_t *data() const { return values; }
   int64_t &operator[](size_t i) {
-    assert(i < count && "dimension out of range");
+    M2N_ASSERT(i < count, "dimension out of range");
     return values[i];
   }
   int64_t operator[](size_t i) const {
-    assert(i < count && "dimension out of range");
+    M2N_ASSERT(i < count, "dimension out of range");
     return values[i];
   }
   int64_t &front() { return (*this)[0]; }
@@ -97,11 +98,12 @@ public:
 
   void clear() { count = 0; }
   void push_back(int64_t value) {
-    assert(count < kMaxTensorRank && "more dimensions than a tensor has");
+    M2N_ASSERT(count < kMaxTensorRank, "more dimensions than a tensor has");
     values[count++] = value;
   }
   void resize(size_t newCount, int64_t value = 0) {
-    assert(newCount <= kMaxTensorRank && "more dimensions than a tensor has");
+    M2N_ASSERT(newCount <= kMaxTensorRank,
+               "more dimensions than a tensor has");
     std::fill(values + std::min<size_t>(count, newCount), values + newCount,
               value);
     count = static_cast<uint8_t>(newCount);
