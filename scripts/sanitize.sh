@@ -64,13 +64,15 @@ configure "$root/build-tsan-runtime" "$top/runtime" thread "-O1 -g" \
 run "runtime, TSan" "$root/build-tsan-runtime"
 if [ "$scope" = all ]; then
   # NDEBUG as the system's LLVM and MLIR were built: their headers change
-  # classes by it. Their BumpPtrAllocator, inlined into m2n's instrumented
-  # code, poisons memory their uninstrumented code hands out unpoisoned,
-  # so poisoning by hand is off. The tools leave their IR to the end of
+  # classes by it; m2n's own assertions on all the same (M2N_ASSERT).
+  # Their BumpPtrAllocator, inlined into m2n's instrumented code, poisons
+  # memory their uninstrumented code hands out unpoisoned, so poisoning by
+  # hand is off. The tools leave their IR to the end of
   # the process on purpose (erasing it would outlast the work), so leaks
   # are not looked for.
   export ASAN_OPTIONS=$ASAN_OPTIONS:allow_user_poisoning=0:detect_leaks=0
-  configure "$root/build-asan" "$top" address,undefined "-O1 -g -DNDEBUG" \
+  configure "$root/build-asan" "$top" address,undefined \
+    "-O1 -g -DNDEBUG -DM2N_ENABLE_ASSERTIONS" \
     -DMLIR_DIR="$llvm/lib/cmake/mlir" -DLLVM_EXTERNAL_LIT="$llvm/bin/lit"
   run "everything, ASan + UBSan" "$root/build-asan"
 fi

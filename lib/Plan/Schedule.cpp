@@ -34,7 +34,9 @@
 // receive. So list schedules are tried as well, for every plan: steps are
 // filled one after another, each with the ready messages (those whose
 // inputs arrived in earlier steps) that fit its share on both of their
-// ranks, longest chains first. The fastest of all by the model is kept.
+// ranks, longest chains first; where there are forwards, the fastest of
+// them once more in a second order (ListOrder::NeedBy). The fastest of all
+// by the model is kept.
 //
 //===----------------------------------------------------------------------===//
 
@@ -797,12 +799,20 @@ struct ListOrder {
   /// How many messages the message at each place waits on.
   std::vector<uint32_t> inputs;
 
+  /// How early a message that nothing waits on is needed, from its place
+  /// among the messages of its pair and round: that place; or the share of
+  /// the pair before it, in 1/kShares, so that a short pair's messages
+  /// weigh as much as a long pair's at the same point of its pipeline.
+  enum class NeedBy { Place, Share };
+  static constexpr uint64_t kShares = 256;
+
   ListOrder(const Plan &plan, const Dependencies &dependencies,
             const std::map<int64_t, std::vector<size_t>> &byRound,
             const std::vector<int64_t> &rounds,
-            const std::vector<int64_t> &chains) {
+            const std::vector<int64_t> &chains, NeedBy needBy) {
     size_t count = plan.messages.size();
-    std::vector<uint32_t> need = neededAt(plan, dependencies, byRound, rounds);
+    std::vector<uint32_t> need =
+        neededAt(plan, dependencies, byRound, rounds, needBy);
     // Longest chains first: they decide how late the last forward arrives.
     // Among equals, what is needed first, and then each sender starts at
     // another receiver (the next one after it, onwards), so that not every
@@ -849,13 +859,19 @@ private:
   static std::vector<uint32_t>
   neededAt(const Plan &plan, const Dependencies &dependencies,
            const std::map<int64_t, std::vector<size_t>> &byRound,
-           const std::vector<int64_t> &rounds) {
+           const std::vector<int64_t> &rounds, NeedBy needBy) {
     llvm::DenseMap<std::tuple<int64_t, int64_t, int64_t>, uint32_t> sent;
     std::vector<uint32_t> need(plan.messages.size());
-    for (size_t m = 0; m < plan.messages.size(); ++m) {
+    auto pairOf = [&](size_t m) {
       const Message &message = plan.messages[m];
-      need[m] = sent[{rounds[m], message.sender, message.receiver}]++;
-    }
+      return std::make_tuple(rounds[m], message.sender, message.receiver);
+    };
+    for (size_t m = 0; m < plan.messages.size(); ++m)
+      need[m] = sent[pairOf(m)]++;
+    if (needBy == NeedBy::Share)
+      for (size_t m = 0; m < plan.messages.size(); ++m)
+        need[m] = static_cast<uint32_t>(uint64_t{need[m]} * kShares /
+                                        sent[pairOf(m)]);
     // A message's inputs come in earlier rounds, so going through the
     // rounds from the last passes each need on before it is read.
     for (auto round = byRound.rbegin(); round != byRound.rend(); ++round)
@@ -1066,10 +1082,14 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   std::optional<ListOrder> order;
   std::optional<ListFootprints> footprints;
   double firstLooks = 0;
+  // Each list schedule's time, to try the fastest's count again below.
+  std::vector<double> listSeconds(listCounts.size(),
+                                  std::numeric_limits<double>::infinity());
   auto list = [&](size_t i, double &looks) {
-    best.offer(firstListIndex + i,
-               listSchedule(plan, *order, *footprints, budget, model,
-                            listCounts[i], busiest, looks));
+    Schedule placed = listSchedule(plan, *order, *footprints, budget, model,
+                                   listCounts[i], busiest, looks);
+    listSeconds[i] = placed.seconds;
+    best.offer(firstListIndex + i, std::move(placed));
   };
   std::array<std::function<void()>, 3> first = {
       [&] {
@@ -1082,7 +1102,8 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
                      lockstepRounds(plan, byRound, budget, model));
       },
       [&] {
-        order.emplace(plan, dependencies, byRound, rounds, chains);
+        order.emplace(plan, dependencies, byRound, rounds, chains,
+                      ListOrder::NeedBy::Place);
         // Every StepLoads over all messages numbers the ranks alike.
         footprints.emplace(plan, *order, fewest);
         list(0, firstLooks);
@@ -1103,6 +1124,22 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
                  [&](size_t i) { list(begin + i, waveLooks[i]); });
     for (double each : waveLooks)
       looks += each;
+  }
+  // Where forwards wait on the source side, the fastest list schedule's
+  // count once more, with what nothing waits on needed by its share of its
+  // pair: with pairs of very unequal lengths, needs by place send the first
+  // messages of every short pair before the second of any long one, and
+  // the pipeline fills unevenly.
+  if (forwards) {
+    size_t fastest = static_cast<size_t>(
+        llvm::min_element(listSeconds) - listSeconds.begin());
+    ListOrder byShare(plan, dependencies, byRound, rounds, chains,
+                      ListOrder::NeedBy::Share);
+    ListFootprints shareFootprints(plan, byShare, fewest);
+    double shareLooks = 0;
+    best.offer(firstListIndex + listCounts.size(),
+               listSchedule(plan, byShare, shareFootprints, budget, model,
+                            listCounts[fastest], busiest, shareLooks));
   }
 
   // A step left empty costs its overhead and moves nothing.

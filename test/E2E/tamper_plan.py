@@ -1,9 +1,10 @@
-"""Changes a plan so that it still loads structurally but computes a wrong
-refit, and recomputes its content hash: the first COPY or UNPACK that
-writes at a non-zero offset writes at offset 0 instead (some bytes twice,
-others never).
+"""Changes a plan and recomputes its content hash, as an attacker would.
+By default so that it still loads structurally but computes a wrong
+refit: the first COPY or UNPACK that writes at a non-zero offset writes at
+offset 0 instead (some bytes twice, others never). With --step-count N,
+the header claims N steps instead.
 
-    tamper_plan.py IN OUT
+    tamper_plan.py IN OUT [--step-count N]
 """
 import struct
 import sys
@@ -21,8 +22,17 @@ def content_hash(data):
     return h
 
 
+def write(data, path):
+    struct.pack_into("<Q", data, 24, content_hash(data))
+    open(path, "wb").write(data)
+
+
 def main():
     data = bytearray(open(sys.argv[1], "rb").read())
+    if sys.argv[3:4] == ["--step-count"]:
+        struct.pack_into("<I", data, 40, int(sys.argv[4]))
+        write(data, sys.argv[2])
+        return
     world, = struct.unpack_from("<I", data, 32)
     ranks_offset, = struct.unpack_from("<Q", data, 80)
     for rank in range(world):
@@ -36,8 +46,7 @@ def main():
             to_offset_at = at + 8 + 16  # after from/to binding and from_offset
             if opcode in (2, 4) and struct.unpack_from("<Q", data, to_offset_at)[0]:
                 struct.pack_into("<Q", data, to_offset_at, 0)
-                struct.pack_into("<Q", data, 24, content_hash(data))
-                open(sys.argv[2], "wb").write(data)
+                write(data, sys.argv[2])
                 return
             at += record
     sys.exit("no COPY or UNPACK at a non-zero offset")
