@@ -629,6 +629,7 @@ FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
   // they must win clearly. A plan already near its bound is kept
   // without trying: each try costs a schedule.
   constexpr double kClearWin = 0.97;
+  constexpr double kNearBound = 1.05;
   Trial best = scheduled(plan, schedule);
   if (best.seconds > kNearBound * schedule.model->lowerBound(unfused)) {
     double fastest = kClearWin * best.seconds;

@@ -1142,9 +1142,8 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   // count once more, with what nothing waits on needed by its share of its
   // pair: with pairs of very unequal lengths, needs by place send the first
   // messages of every short pair before the second of any long one, and
-  // the pipeline fills unevenly. Not tried for a schedule near the bound.
-  if (forwards &&
-      best.schedule().seconds > kNearBound * model.lowerBound(plan)) {
+  // the pipeline fills unevenly.
+  if (forwards) {
     size_t fastest = static_cast<size_t>(
         llvm::min_element(listSeconds) - listSeconds.begin());
     ListOrder byShare(plan, dependencies, byRound, rounds, chains,

@@ -14,11 +14,6 @@ class ThreadPoolInterface;
 
 namespace m2n::plan {
 
-/// A schedule within this factor of the lower bound is kept as it is: the
-/// tries that might improve it (other messages, another order) each cost a
-/// schedule.
-constexpr double kNearBound = 1.05;
-
 struct ScheduleOptions {
   /// Staging bytes (pack plus unpack buffers) each rank may use in a step.
   int64_t stagingBudget = int64_t(1) << 30;
