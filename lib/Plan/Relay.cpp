@@ -93,6 +93,10 @@ struct Region {
   std::vector<int64_t> holders;
   /// The ranks receiving it, ascending.
   std::vector<int64_t> receivers;
+  /// The ranks that need its destination box whole: the receivers, and the
+  /// holders that hold that box too (on colocated sides), which copy the
+  /// region within themselves. Ascending.
+  std::vector<int64_t> members;
   /// The group's slices that bring it to them now.
   std::vector<size_t> slices;
   /// Per slice of `slices`: its sender, receiver and bytes (all members),
@@ -270,6 +274,11 @@ static void findRegions(const Plan &plan, int32_t g,
     for (size_t i : slices)
       region.receivers.push_back(group.slices[i].receiver);
     sortUnique(region.receivers);
+    region.members = region.receivers;
+    for (int64_t holder : region.holders)
+      if (dst.find(holder) == key.first)
+        region.members.push_back(holder);
+    sortUnique(region.members);
     region.slices = std::move(slices);
     if (region.receivers.size() < 2 || region.bytes <= 0 ||
         !coversExactly(group, region))
@@ -632,11 +641,11 @@ private:
 };
 } // namespace
 
-/// The receivers of `region` by node, nodes in ascending order.
+/// `ranks` (ascending) by node, nodes in ascending order.
 static std::vector<std::vector<int64_t>>
-receiversByNode(const Region &region, const CostModel &model) {
+ranksByNode(llvm::ArrayRef<int64_t> ranks, const CostModel &model) {
   std::vector<std::vector<int64_t>> nodes;
-  for (int64_t receiver : region.receivers) {
+  for (int64_t receiver : ranks) {
     if (nodes.empty() || !model.sameNode(nodes.back().front(), receiver))
       nodes.emplace_back();
     nodes.back().push_back(receiver);
@@ -809,7 +818,8 @@ static std::optional<Exchange> planExchange(const Region &region,
                                             bool fed) {
   if (!options.exchange || options.maxRounds < 2)
     return std::nullopt;
-  std::vector<std::vector<int64_t>> nodes = receiversByNode(region, model);
+  std::vector<std::vector<int64_t>> nodes =
+      ranksByNode(region.receivers, model);
   if (fed && hasLocalReceivers(region, model)) {
     std::vector<std::vector<int64_t>> remote;
     std::vector<int64_t> local;
@@ -866,8 +876,9 @@ constexpr int64_t kGatherSlices = 256;
 constexpr double kGatherStepShare = 0.05;
 
 /// The regions of one destination box of a group that go to the same
-/// receivers: a tensor the source side holds in pieces, which every
-/// receiver needs whole. Relayed region by region, every receiver gets each
+/// members (Region::members): a tensor the source side holds in pieces,
+/// which every member needs whole; on colocated sides a member holds a
+/// piece itself and receives the others. Relayed region by region, every receiver gets each
 /// piece in a slice of its own, so the plan grows with pieces × receivers.
 /// Gathered, the pieces are scattered over the receivers and the receivers
 /// then pass on runs of adjacent pieces as single boxes, the runs doubling
@@ -912,7 +923,7 @@ static std::vector<Family> findFamilies(const std::vector<Region> &regions) {
     size_t end = begin + 1;
     while (end < regions.size() && regions[end].group == head.group &&
            regions[end].destination == head.destination &&
-           regions[end].receivers == head.receivers)
+           regions[end].members == head.members)
       ++end;
     int64_t slices = static_cast<int64_t>(end - begin) *
                      static_cast<int64_t>(head.receivers.size());
@@ -962,20 +973,20 @@ static std::vector<Block> familyBlocks(const Family &family,
   return blocks;
 }
 
-/// The receivers of `region` as columns × nodes, with the blocks split among
-/// them by bytes; nodes with unequal numbers of receivers count as one node
-/// per receiver.
+/// The members of `region` as columns × nodes, with the blocks split among
+/// them by bytes; nodes with unequal numbers of members count as one node
+/// per member.
 static Arrangement arrange(const Region &region, const CostModel &model,
                            const std::vector<Block> &blocks) {
   Arrangement arrangement;
-  arrangement.nodes = receiversByNode(region, model);
+  arrangement.nodes = ranksByNode(region.members, model);
   size_t columns = arrangement.nodes.front().size();
   if (llvm::any_of(arrangement.nodes, [&](const std::vector<int64_t> &node) {
         return node.size() != columns;
       })) {
     arrangement.nodes.clear();
-    for (int64_t receiver : region.receivers)
-      arrangement.nodes.push_back({receiver});
+    for (int64_t member : region.members)
+      arrangement.nodes.push_back({member});
     columns = 1;
   }
   arrangement.columns = columns;
@@ -1016,9 +1027,43 @@ public:
       linear = continues(blocks[b - 1].box, blocks[b].box);
   }
 
-  /// Blocks [begin, end) from `sender` (already holding them) to `receiver`.
+  /// Blocks [begin, end) from `sender` (already holding them) to `receiver`,
+  /// but for those `receiver` holds as a source, which it copies itself.
   void forward(int64_t sender, int64_t receiver, int32_t round, size_t begin,
                size_t end) {
+    while (begin < end) {
+      while (begin < end && holds(receiver, begin))
+        ++begin;
+      size_t runEnd = begin;
+      while (runEnd < end && !holds(receiver, runEnd))
+        ++runEnd;
+      forwardRun(sender, receiver, round, begin, runEnd);
+      begin = runEnd;
+    }
+  }
+
+  /// Block `b` from the source side to its owner, from the holder least busy
+  /// once it sends it; nothing when the owner holds it.
+  void scatter(size_t b, int64_t owner) {
+    const Block &block = blocks[b];
+    if (holds(owner, b))
+      return;
+    Slice slice;
+    slice.sender =
+        leastBusyHolder(block.region->holders, owner, block.bytes, model,
+                        [&](int64_t rank) { return loads.send[rank]; });
+    slice.receiver = owner;
+    slice.box = block.box;
+    add(std::move(slice));
+  }
+
+private:
+  bool holds(int64_t rank, size_t b) const {
+    return llvm::binary_search(blocks[b].region->holders, rank);
+  }
+
+  void forwardRun(int64_t sender, int64_t receiver, int32_t round,
+                  size_t begin, size_t end) {
     if (begin >= end)
       return;
     for (Box &box : runBoxes(begin, end)) {
@@ -1032,20 +1077,6 @@ public:
     }
   }
 
-  /// Block `b` from the source side to its owner, from the holder least busy
-  /// once it sends it.
-  void scatter(size_t b, int64_t owner) {
-    const Block &block = blocks[b];
-    Slice slice;
-    slice.sender =
-        leastBusyHolder(block.region->holders, owner, block.bytes, model,
-                        [&](int64_t rank) { return loads.send[rank]; });
-    slice.receiver = owner;
-    slice.box = block.box;
-    add(std::move(slice));
-  }
-
-private:
   static bool continues(const Box &a, const Box &b) {
     size_t differ = 0, dim = 0;
     for (size_t d = 0; d < a.sizes.size(); ++d)
@@ -1108,6 +1139,45 @@ static void bruck(llvm::ArrayRef<int64_t> members, llvm::ArrayRef<size_t> first,
   }
 }
 
+/// Where every block has a holder among the members (colocated sides), makes
+/// each block that holder's to own: blocks go in order of their owners, so
+/// that no piece leaves its holder to be scattered, nor enters its holder's
+/// node again on its way round. Runs of blocks are then no longer adjacent
+/// in the tensor, and pass on in more boxes.
+static void ownBlocksHeld(Arrangement &arrangement,
+                          std::vector<Block> &blocks) {
+  size_t owners = arrangement.first.size() - 1;
+  llvm::DenseMap<int64_t, size_t> ownerOf;
+  for (size_t o = 0; o < owners; ++o)
+    ownerOf[arrangement.owner(o)] = o;
+  std::vector<size_t> wanted;
+  for (const Block &block : blocks) {
+    std::optional<size_t> best;
+    for (int64_t holder : block.region->holders)
+      if (auto it = ownerOf.find(holder); it != ownerOf.end())
+        best = std::min(best.value_or(it->second), it->second);
+    if (!best)
+      return;
+    wanted.push_back(*best);
+  }
+  std::vector<size_t> order(blocks.size());
+  std::iota(order.begin(), order.end(), 0);
+  llvm::stable_sort(order,
+                    [&](size_t a, size_t b) { return wanted[a] < wanted[b]; });
+  std::vector<Block> sorted;
+  sorted.reserve(blocks.size());
+  for (size_t b : order)
+    sorted.push_back(std::move(blocks[b]));
+  blocks = std::move(sorted);
+  // Owner o owns blocks [first[o], first[o + 1]).
+  size_t b = 0;
+  for (size_t o = 0; o <= owners; ++o) {
+    while (b < order.size() && wanted[order[b]] < o)
+      ++b;
+    arrangement.first[o] = b;
+  }
+}
+
 /// Gathers `family` among its receivers, if its rounds fit in maxRounds:
 /// appends its slices to `out` and their load to `loads`, and returns the
 /// rounds it takes (0 when it does not fit).
@@ -1117,8 +1187,9 @@ static int32_t gather(const Plan &plan, const Family &family,
                       std::vector<Slice> &out) {
   const Region &head = regions[family.regions.front()];
   std::vector<Block> blocks =
-      familyBlocks(family, regions, head.receivers.size());
+      familyBlocks(family, regions, head.members.size());
   Arrangement arrangement = arrange(head, model, blocks);
+  ownBlocksHeld(arrangement, blocks);
   size_t nodes = arrangement.nodes.size(), columns = arrangement.columns;
   int32_t rounds = 1 + bruckRounds(nodes) + bruckRounds(columns);
   if (rounds > options.maxRounds)
