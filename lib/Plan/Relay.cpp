@@ -820,7 +820,7 @@ static std::optional<Exchange> planExchange(const Region &region,
     return std::nullopt;
   std::vector<std::vector<int64_t>> nodes =
       ranksByNode(region.receivers, model);
-  if (fed && hasLocalReceivers(region, model)) {
+  if (fed) {
     std::vector<std::vector<int64_t>> remote;
     std::vector<int64_t> local;
     for (const std::vector<int64_t> &node : nodes) {
@@ -832,7 +832,7 @@ static std::optional<Exchange> planExchange(const Region &region,
       else
         remote.push_back(node);
     }
-    if (!remote.empty())
+    if (!local.empty() && !remote.empty())
       if (std::optional<Exchange> exchange =
               exchangeAmong(region, remote, local, loads, model, options))
         return exchange;
