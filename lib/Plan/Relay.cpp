@@ -1017,9 +1017,12 @@ namespace {
 /// The slices of one gather, and their load on the plan's ranks.
 class GatherWriter {
 public:
+  /// `colocated` when members hold blocks themselves (Region::members).
   GatherWriter(const TransferGroup &group, const std::vector<Block> &blocks,
-               Loads &loads, const CostModel &model, std::vector<Slice> &out)
-      : group(group), blocks(blocks), loads(loads), model(model), out(out) {
+               bool colocated, Loads &loads, const CostModel &model,
+               std::vector<Slice> &out)
+      : group(group), blocks(blocks), colocated(colocated), loads(loads),
+        model(model), out(out) {
     // Blocks that continue one another along one dimension make a run that
     // is one box, found without merging.
     linear = true;
@@ -1031,6 +1034,10 @@ public:
   /// but for those `receiver` holds as a source, which it copies itself.
   void forward(int64_t sender, int64_t receiver, int32_t round, size_t begin,
                size_t end) {
+    if (!colocated) {
+      forwardRun(sender, receiver, round, begin, end);
+      return;
+    }
     while (begin < end) {
       while (begin < end && holds(receiver, begin))
         ++begin;
@@ -1059,7 +1066,7 @@ public:
 
 private:
   bool holds(int64_t rank, size_t b) const {
-    return llvm::binary_search(blocks[b].region->holders, rank);
+    return colocated && llvm::binary_search(blocks[b].region->holders, rank);
   }
 
   void forwardRun(int64_t sender, int64_t receiver, int32_t round,
@@ -1109,6 +1116,7 @@ private:
 
   const TransferGroup &group;
   const std::vector<Block> &blocks;
+  bool colocated;
   Loads &loads;
   const CostModel &model;
   std::vector<Slice> &out;
@@ -1194,7 +1202,8 @@ static int32_t gather(const Plan &plan, const Family &family,
   int32_t rounds = 1 + bruckRounds(nodes) + bruckRounds(columns);
   if (rounds > options.maxRounds)
     return 0;
-  GatherWriter writer(plan.groups[head.group], blocks, loads, model, out);
+  GatherWriter writer(plan.groups[head.group], blocks,
+                      head.members != head.receivers, loads, model, out);
   for (size_t owner = 0; owner < nodes * columns; ++owner)
     for (size_t b = arrangement.first[owner]; b < arrangement.first[owner + 1];
          ++b)
