@@ -64,6 +64,13 @@ std::string take(m2n_status_t status) {
   return message;
 }
 
+/// Prints `message` as one error line in one write: under mpirun every
+/// rank's process shares the terminal or pipe, and a line written in pieces
+/// interleaves with the others'.
+void printError(const std::string &message) {
+  llvm::errs() << "error: " + message + "\n";
+}
+
 std::string shapeText(uint32_t ndim, const int64_t *shape) {
   std::string text = "[";
   for (uint32_t d = 0; d < ndim; ++d)
@@ -520,7 +527,7 @@ int runSim(m2n_plan_t plan, const m2n_plan_info_t &info,
     works.back()->rank = rank;
     std::string error = prepare(plan, options, *works.back());
     if (!error.empty()) {
-      llvm::errs() << "error: " << error << "\n";
+      printError(error);
       failed = true;
     }
   }
@@ -531,7 +538,7 @@ int runSim(m2n_plan_t plan, const m2n_plan_info_t &info,
   if (std::string error = take(
           m2n_sim_world_create(static_cast<int>(info.world_size), &world));
       !error.empty()) {
-    llvm::errs() << "error: " << error << "\n";
+    printError(error);
     return 1;
   }
   ProgressLine line(options.progress);
@@ -566,17 +573,14 @@ int runSim(m2n_plan_t plan, const m2n_plan_info_t &info,
   }
   line.finish();
   for (const std::string &error : errors)
-    llvm::errs() << "error: " << error << "\n";
+    printError(error);
   return errors.empty() ? 0 : 1;
 }
 
 #ifdef M2N_HAVE_MPI
-/// Prints `message` of rank `rank` as one line in one write: every rank's
-/// process shares the terminal or pipe, and a line written in pieces would
-/// interleave with the others'.
+/// Prints `message` of rank `rank` as one line in one write.
 void printRankError(int rank, const std::string &message) {
-  llvm::errs() << "error: rank " + std::to_string(rank) + ": " + message +
-                      "\n";
+  printError("rank " + std::to_string(rank) + ": " + message);
 }
 
 /// Waits for `request` for up to `seconds` (forever when not positive);
@@ -812,7 +816,7 @@ std::string checkOptions(const RunOptions &options) {
 
 int run(const RunOptions &options) {
   if (std::string error = checkOptions(options); !error.empty()) {
-    llvm::errs() << "error: " << error << "\n";
+    printError(error);
     return 1;
   }
   m2n_plan_t plan = nullptr;
@@ -820,7 +824,7 @@ int run(const RunOptions &options) {
           options.planPath.c_str(),
           options.trustPlan ? M2N_PLAN_LOAD_TRUSTED : 0, &plan));
       !error.empty()) {
-    llvm::errs() << "error: " << error << "\n";
+    printError(error);
     return 1;
   }
   m2n_plan_info_t info;
@@ -828,7 +832,7 @@ int run(const RunOptions &options) {
   // A failed run leaves nothing new, not even the folder it created.
   bool created = !llvm::sys::fs::exists(options.dstDir);
   if (std::string error = cannotMake(options.dstDir); !error.empty()) {
-    llvm::errs() << "error: " << error << "\n";
+    printError(error);
     m2n_plan_destroy(plan);
     return 1;
   }
