@@ -81,7 +81,7 @@ m2n.refit @r {
 // -----
 
 // num_steps 0 with messages: the export would drop every message.
-// expected-error @+1 {{@zero: num_steps is 0, but a message is in step 0}}
+// expected-error @+1 {{@zero: num_steps is 0, but message 0 is in step 0}}
 m2n.refit @zero attributes {num_steps = 0, staging_budget = 1024} {
   m2n.mesh @train shape [1] ranks [0]
   m2n.mesh @gen shape [1] ranks [1]
@@ -89,7 +89,9 @@ m2n.refit @zero attributes {num_steps = 0, staging_budget = 1024} {
   m2n.transfers %a from <@train, [R]> to <@gen, [R]> : tensor<4xf32> slices {
     0 -> 1 [0:4]
   }
-  m2n.message step 0 : 0 -> 1 bytes 16 parts [g0 s0 m0..1]
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 16 parts [g0 s0 m0..1]
+  }
 }
 
 // -----
@@ -103,13 +105,15 @@ m2n.refit @huge attributes {num_steps = 9223372036854775807, staging_budget = 10
   m2n.transfers %a from <@train, [R]> to <@gen, [R]> : tensor<4xf32> slices {
     0 -> 1 [0:4]
   }
-  m2n.message step 0 : 0 -> 1 bytes 16 parts [g0 s0 m0..1]
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 16 parts [g0 s0 m0..1]
+  }
 }
 
 // -----
 
 // A message outside the steps.
-// expected-error @+1 {{@outside: num_steps is 1, but a message is in step 3}}
+// expected-error @+1 {{@outside: num_steps is 1, but message 0 is in step 3}}
 m2n.refit @outside attributes {num_steps = 1, staging_budget = 1024} {
   m2n.mesh @train shape [1] ranks [0]
   m2n.mesh @gen shape [1] ranks [1]
@@ -117,14 +121,18 @@ m2n.refit @outside attributes {num_steps = 1, staging_budget = 1024} {
   m2n.transfers %a from <@train, [R]> to <@gen, [R]> : tensor<4xf32> slices {
     0 -> 1 [0:4]
   }
-  m2n.message step 3 : 0 -> 1 bytes 16 parts [g0 s0 m0..1]
+  m2n.messages {
+    step 3 : 0 -> 1 bytes 16 parts [g0 s0 m0..1]
+  }
 }
 
 // -----
 
 m2n.refit @r {
   // expected-error @+1 {{rank 9223372036854775807 is beyond the largest rank id, 1048575}}
-  m2n.message step 0 : 0 -> 9223372036854775807 bytes 16 parts [g0 s0 m0..1]
+  m2n.messages {
+    step 0 : 0 -> 9223372036854775807 bytes 16 parts [g0 s0 m0..1]
+  }
 }
 
 // -----

@@ -305,40 +305,102 @@ m2n.refit @r {
 
 m2n.refit @r {
   // expected-error @+1 {{sends from rank 1 to itself}}
-  m2n.message step 0 : 1 -> 1 bytes 4 parts [g0 s0 m0..1]
+  m2n.messages {
+    step 0 : 1 -> 1 bytes 4 parts [g0 s0 m0..1]
+  }
 }
 
 // -----
 
 m2n.refit @r {
   // expected-error @+1 {{part 0 has a negative index or an empty member range}}
-  m2n.message step 0 : 0 -> 1 bytes 4 parts [g0 s0 m1..1]
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 4 parts [g0 s0 m1..1]
+  }
 }
 
 // -----
 
 m2n.refit @r {
   // expected-error @+1 {{is zero-copy but has 2 parts}}
-  m2n.message step 0 : 0 -> 1 bytes 4 zero_copy parts [g0 s0 m0..1, g0 s1 m0..1]
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 4 zero_copy parts [g0 s0 m0..1, g0 s1 m0..1]
+  }
 }
 
 // -----
 
 m2n.refit @r {
-  // expected-error @+1 {{needs at least one part of 4 values}}
-  m2n.message step 0 : 0 -> 1 bytes 4 parts []
+  // expected-error @+1 {{message 0 has no part}}
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 4 parts []
+  }
 }
 
 // -----
 
 m2n.refit @r {
   // expected-error @+1 {{has a negative step or byte count}}
-  m2n.message step -1 : 0 -> 1 bytes 4 parts [g0 s0 m0..1]
+  m2n.messages {
+    step -1 : 0 -> 1 bytes 4 parts [g0 s0 m0..1]
+  }
 }
 
 // -----
 
 m2n.refit @r {
-  // expected-error @+1 {{expected 'm<begin>..<end>'}}
-  m2n.message step 0 : 0 -> 1 bytes 4 parts [g0 s0 x]
+  // expected-error @+2 {{expected 'm<begin>..<end>'}}
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 4 parts [g0 s0 x]
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'m2n.refit' op @r: more than one m2n.messages}}
+m2n.refit @r {
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 4 parts [g0 s0 m0..1]
+  }
+  m2n.messages {
+    step 0 : 1 -> 0 bytes 4 parts [g0 s1 m0..1]
+  }
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{tables of 5 and 4 values are not whole numbers of rows of 6 and 4}}
+  "m2n.messages"() <{table = array<i64: 0, 0, 1, 4, 0>, parts = array<i64: 0, 0, 0, 1>}> : () -> ()
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{message 0 has 2 parts, but 1 are left in the parts table}}
+  "m2n.messages"() <{table = array<i64: 0, 0, 1, 4, 0, 2>, parts = array<i64: 0, 0, 0, 1>}> : () -> ()
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{the parts table has 1 parts that no message names}}
+  "m2n.messages"() <{table = array<i64: 0, 0, 1, 4, 0, 1>, parts = array<i64: 0, 0, 0, 1, 0, 1, 0, 1>}> : () -> ()
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{message 0 has zero-copy flag 2; expected 0 or 1}}
+  "m2n.messages"() <{table = array<i64: 0, 0, 1, 4, 2, 1>, parts = array<i64: 0, 0, 0, 1>}> : () -> ()
+}
+
+// -----
+
+m2n.refit @r {
+  // expected-error @+1 {{message 1 sends from rank 2 to itself}}
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 4 parts [g0 s0 m0..1]
+    step 0 : 2 -> 2 bytes 4 parts [g0 s1 m0..1]
+  }
 }

@@ -109,9 +109,10 @@ m2n.refit @attributes attributes {
 // CHECK-NEXT:    }
 // CHECK-NEXT:    %[[C:.*]] = m2n.tensor "c" : tensor<4xbf16>
 // CHECK-NEXT:    m2n.transfers %[[C]] from <@train, [R]> to <@train, [R]> : tensor<4xbf16> slices {}
-// CHECK-NEXT:    m2n.message step 0 : 0 -> 2 bytes 192 parts [g0 s0 m0..2]
-// CHECK-NEXT:    m2n.message step 0 : 1 -> 2 bytes 192 parts [g0 s1 m0..1, g0 s1 m1..2]
-// CHECK-NEXT:    m2n.message step 1 : 2 -> 3 bytes 192 zero_copy parts [g0 s2 m0..1]
+// CHECK-NEXT:    m2n.messages {
+// CHECK-NEXT:      step 0 : 0 -> 2 bytes 192 parts [g0 s0 m0..2]
+// CHECK-NEXT:      step 0 : 1 -> 2 bytes 192 parts [g0 s1 m0..1, g0 s1 m1..2]
+// CHECK-NEXT:      step 1 : 2 -> 3 bytes 192 zero_copy parts [g0 s2 m0..1]
 m2n.refit @plan attributes {num_steps = 2, staging_budget = 1024} {
   m2n.mesh @train shape [2] ranks [0, 1]
   m2n.mesh @gen shape [2] ranks [2, 3]
@@ -125,7 +126,9 @@ m2n.refit @plan attributes {num_steps = 2, staging_budget = 1024} {
   }
   %c = m2n.tensor "c" : tensor<4xbf16>
   m2n.transfers %c from <@train, [R]> to <@train, [R]> : tensor<4xbf16> slices {}
-  m2n.message step 0 : 0 -> 2 bytes 192 parts [g0 s0 m0..2]
-  m2n.message step 0 : 1 -> 2 bytes 192 parts [g0 s1 m0..1, g0 s1 m1..2]
-  m2n.message step 1 : 2 -> 3 bytes 192 zero_copy parts [g0 s2 m0..1]
+  m2n.messages {
+    step 0 : 0 -> 2 bytes 192 parts [g0 s0 m0..2]
+    step 0 : 1 -> 2 bytes 192 parts [g0 s1 m0..1, g0 s1 m1..2]
+    step 1 : 2 -> 3 bytes 192 zero_copy parts [g0 s2 m0..1]
+  }
 }

@@ -19,7 +19,9 @@ m2n.refit @unsound attributes {num_steps = 1, staging_budget = 1024} {
   m2n.transfers %a from <@train, [R]> to <@gen, [R]> : tensor<4xf32> slices {
     0 -> 1 [0:2]
   }
-  m2n.message step 0 : 0 -> 1 bytes 8 parts [g0 s0 m0..1]
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 8 parts [g0 s0 m0..1]
+  }
 }
 
 // -----

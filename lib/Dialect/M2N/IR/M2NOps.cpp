@@ -17,11 +17,6 @@
 using namespace mlir;
 using namespace m2n;
 
-static ParseResult parseMessageParts(OpAsmParser &parser,
-                                     SmallVector<int64_t> &parts);
-static void printMessageParts(OpAsmPrinter &printer, Operation *op,
-                              ArrayRef<int64_t> parts);
-
 #define GET_OP_CLASSES
 #include "m2n/Dialect/M2N/IR/M2NOps.cpp.inc"
 
@@ -35,25 +30,30 @@ void RefitOp::build(OpBuilder &builder, OperationState &state, StringRef name) {
   state.addRegion()->emplaceBlock();
 }
 
-/// A problem with the refit's step count and its messages' steps, or "".
+/// A problem with the refit's messages and its step count, or "".
 static std::string checkSteps(RefitOp refit) {
+  auto tables = refit.getBody().getOps<MessagesOp>();
+  if (!tables.empty() && std::next(tables.begin()) != tables.end())
+    return "more than one m2n.messages";
+  MessagesOp messages = tables.empty() ? MessagesOp() : *tables.begin();
   std::optional<uint64_t> numSteps = refit.getNumSteps();
   if (!numSteps)
     return "";
   auto steps = static_cast<int64_t>(*numSteps);
-  int64_t messages = 0;
-  for (MessageOp message : refit.getBody().getOps<MessageOp>()) {
-    if (message.getStep() >= steps)
-      return "num_steps is " + std::to_string(steps) +
-             ", but a message is in step " + std::to_string(message.getStep());
-    ++messages;
+  int64_t count = messages ? messages.getNumMessages() : 0;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t step = messages.getTable()[i * MessagesOp::kRowWidth +
+                                       MessagesOp::kStep];
+    if (step >= steps)
+      return "num_steps is " + std::to_string(steps) + ", but message " +
+             std::to_string(i) + " is in step " + std::to_string(step);
   }
   // A step count beyond the messages (a refit without any may have one
   // step) describes work that no message does; without a step, the
   // messages would be dropped.
-  if (steps < 1 || steps > std::max<int64_t>(messages, 1))
+  if (steps < 1 || steps > std::max<int64_t>(count, 1))
     return "num_steps is " + std::to_string(steps) + " with " +
-           std::to_string(messages) +
+           std::to_string(count) +
            " messages; it must be between 1 and the number of messages";
   return "";
 }
@@ -394,19 +394,48 @@ TransfersOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 //===----------------------------------------------------------------------===//
-// MessageOp
+// MessagesOp
 //===----------------------------------------------------------------------===//
 
-/// Columns of a message part: group, slice, first member, end of members.
-static constexpr int64_t kPartWidth = 4;
+static constexpr int64_t kMessageWidth = MessagesOp::kRowWidth;
+static constexpr int64_t kPartWidth = MessagesOp::kPartWidth;
 
-static void printMessageParts(OpAsmPrinter &printer, Operation *,
-                              ArrayRef<int64_t> values) {
-  printer << "[";
-  for (size_t i = 0; i + kPartWidth <= values.size(); i += kPartWidth)
-    printer << (i ? ", " : "") << "g" << values[i] << " s" << values[i + 1]
-            << " m" << values[i + 2] << ".." << values[i + 3];
+/// `step T : S -> R bytes N (zero_copy)? parts [gG sS mB..E, ...]`.
+static void printMessageRow(OpAsmPrinter &printer, ArrayRef<int64_t> row,
+                            ArrayRef<int64_t> parts) {
+  printer << "step " << row[MessagesOp::kStep] << " : "
+          << row[MessagesOp::kSender] << " -> " << row[MessagesOp::kReceiver]
+          << " bytes " << row[MessagesOp::kBytes]
+          << (row[MessagesOp::kZeroCopy] ? " zero_copy" : "") << " parts [";
+  for (size_t i = 0; i + kPartWidth <= parts.size(); i += kPartWidth)
+    printer << (i ? ", " : "") << "g" << parts[i] << " s" << parts[i + 1]
+            << " m" << parts[i + 2] << ".." << parts[i + 3];
   printer << "]";
+}
+
+void MessagesOp::print(OpAsmPrinter &printer) {
+  ArrayRef<int64_t> table = getTable();
+  ArrayRef<int64_t> parts = getParts();
+  printer << " {";
+  printer.increaseIndent();
+  size_t part = 0;
+  for (size_t begin = 0; begin + kMessageWidth <= table.size();
+       begin += kMessageWidth) {
+    ArrayRef<int64_t> row = table.slice(begin, kMessageWidth);
+    // The verifier checks the counts; a printer must not trust them, since
+    // invalid IR is printed too.
+    size_t count = std::min<size_t>(
+        std::max<int64_t>(row[kPartCount], 0) * kPartWidth,
+        parts.size() - part);
+    printer.printNewline();
+    printMessageRow(printer, row, parts.slice(part, count));
+    part += count;
+  }
+  printer.decreaseIndent();
+  if (!table.empty())
+    printer.printNewline();
+  printer << "}";
+  printer.printOptionalAttrDict((*this)->getAttrs());
 }
 
 /// A keyword such as `g12`: the letter, then a non-negative number.
@@ -422,8 +451,10 @@ static ParseResult parseTaggedInteger(OpAsmParser &parser, char tag,
   return success();
 }
 
-static ParseResult parseMessageParts(OpAsmParser &parser,
-                                     SmallVector<int64_t> &values) {
+/// `[gG sS mB..E, ...]`, appended to `parts`; returns the number of parts.
+static FailureOr<int64_t> parseMessageParts(OpAsmParser &parser,
+                                            SmallVectorImpl<int64_t> &parts) {
+  int64_t count = 0;
   auto parsePart = [&]() -> ParseResult {
     int64_t group, slice, begin, end;
     if (parseTaggedInteger(parser, 'g', group) ||
@@ -438,36 +469,104 @@ static ParseResult parseMessageParts(OpAsmParser &parser,
     if (!first.consume_front("m") || first.getAsInteger(10, begin) ||
         last.getAsInteger(10, end))
       return parser.emitError(loc) << "expected 'm<begin>..<end>'";
-    values.append({group, slice, begin, end});
+    parts.append({group, slice, begin, end});
+    ++count;
     return success();
   };
   if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, parsePart))
     return failure();
+  return count;
+}
+
+/// One message row, appended to `table`, its parts to `parts`.
+static ParseResult parseMessageRow(OpAsmParser &parser,
+                                   SmallVectorImpl<int64_t> &table,
+                                   SmallVectorImpl<int64_t> &parts) {
+  int64_t step, sender, receiver, bytes;
+  if (parser.parseKeyword("step") || parser.parseInteger(step) ||
+      parser.parseColon() || parser.parseInteger(sender) ||
+      parser.parseArrow() || parser.parseInteger(receiver) ||
+      parser.parseKeyword("bytes") || parser.parseInteger(bytes))
+    return failure();
+  int64_t zeroCopy =
+      succeeded(parser.parseOptionalKeyword("zero_copy")) ? 1 : 0;
+  if (parser.parseKeyword("parts"))
+    return failure();
+  FailureOr<int64_t> count = parseMessageParts(parser, parts);
+  if (failed(count))
+    return failure();
+  table.append({step, sender, receiver, bytes, zeroCopy, *count});
   return success();
 }
 
-LogicalResult MessageOp::verify() {
-  if (getSender() == getReceiver())
-    return emitOpError() << "sends from rank " << getSender() << " to itself";
-  if (getStep() < 0 || getBytes() < 0)
-    return emitOpError() << "has a negative step or byte count";
-  for (int64_t rank : {getSender(), getReceiver()}) {
+ParseResult MessagesOp::parse(OpAsmParser &parser, OperationState &result) {
+  Properties &properties = result.getOrAddProperties<Properties>();
+  if (parser.parseLBrace())
+    return failure();
+  while (failed(parser.parseOptionalRBrace()))
+    if (parseMessageRow(parser, properties.table, properties.parts))
+      return failure();
+  return parser.parseOptionalAttrDict(result.attributes);
+}
+
+/// A problem with message `index`, whose parts are `parts`, or "".
+static std::string checkMessage(int64_t index, ArrayRef<int64_t> row,
+                                ArrayRef<int64_t> parts) {
+  std::string name = "message " + std::to_string(index);
+  int64_t sender = row[MessagesOp::kSender];
+  int64_t receiver = row[MessagesOp::kReceiver];
+  if (sender == receiver)
+    return name + " sends from rank " + std::to_string(sender) + " to itself";
+  if (row[MessagesOp::kStep] < 0 || row[MessagesOp::kBytes] < 0)
+    return name + " has a negative step or byte count";
+  for (int64_t rank : {sender, receiver}) {
     std::string problem = checkRankId(rank);
     if (!problem.empty())
-      return emitOpError() << problem;
+      return name + ": " + problem;
   }
-  ArrayRef<int64_t> parts = getParts();
-  if (parts.empty() || parts.size() % kPartWidth != 0)
-    return emitOpError() << "needs at least one part of " << kPartWidth
-                         << " values";
+  if (row[MessagesOp::kZeroCopy] != 0 && row[MessagesOp::kZeroCopy] != 1)
+    return name + " has zero-copy flag " +
+           std::to_string(row[MessagesOp::kZeroCopy]) + "; expected 0 or 1";
+  if (parts.empty())
+    return name + " has no part";
   for (size_t i = 0; i < parts.size(); i += kPartWidth)
     if (parts[i] < 0 || parts[i + 1] < 0 || parts[i + 2] < 0 ||
         parts[i + 3] <= parts[i + 2])
-      return emitOpError() << "part " << i / kPartWidth
-                           << " has a negative index or an empty member "
-                              "range";
-  if (getZeroCopy() && parts.size() != kPartWidth)
-    return emitOpError() << "is zero-copy but has " << parts.size() / kPartWidth
-                         << " parts";
+      return name + ": part " + std::to_string(i / kPartWidth) +
+             " has a negative index or an empty member range";
+  if (row[MessagesOp::kZeroCopy] && parts.size() != kPartWidth)
+    return name + " is zero-copy but has " +
+           std::to_string(parts.size() / kPartWidth) + " parts";
+  return "";
+}
+
+LogicalResult MessagesOp::verify() {
+  ArrayRef<int64_t> table = getTable();
+  ArrayRef<int64_t> parts = getParts();
+  if (table.size() % kMessageWidth != 0 || parts.size() % kPartWidth != 0)
+    return emitOpError() << "tables of " << table.size() << " and "
+                         << parts.size()
+                         << " values are not whole numbers of rows of "
+                         << kMessageWidth << " and " << kPartWidth;
+  size_t part = 0;
+  for (size_t begin = 0; begin < table.size(); begin += kMessageWidth) {
+    ArrayRef<int64_t> row = table.slice(begin, kMessageWidth);
+    int64_t index = begin / kMessageWidth;
+    int64_t count = row[kPartCount];
+    if (count < 0 || static_cast<uint64_t>(count) >
+                         (parts.size() - part) / kPartWidth)
+      return emitOpError() << "message " << index << " has " << count
+                           << " parts, but " << (parts.size() - part) / kPartWidth
+                           << " are left in the parts table";
+    std::string problem =
+        checkMessage(index, row, parts.slice(part, count * kPartWidth));
+    if (!problem.empty())
+      return emitOpError() << problem;
+    part += count * kPartWidth;
+  }
+  if (part != parts.size())
+    return emitOpError() << "the parts table has "
+                         << (parts.size() - part) / kPartWidth
+                         << " parts that no message names";
   return success();
 }

@@ -5,7 +5,6 @@
 #include "m2n/Dialect/M2N/IR/DTypes.h"
 #include "m2n/Plan/Parallel.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Threading.h"
 #include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
@@ -14,7 +13,7 @@ namespace m2n {
 
 namespace {
 enum SliceColumn : int64_t { kSender, kReceiver, kOrigin, kRound, kBox };
-constexpr int64_t kPartWidth = 4;
+constexpr int64_t kPartWidth = MessagesOp::kPartWidth;
 } // namespace
 
 InFlightDiagnostic emitRefitError(RefitOp refit) {
@@ -159,32 +158,38 @@ static std::vector<plan::Slice> readSlices(TransfersOp transfers) {
   return slices;
 }
 
-/// Reads a message, checking that its parts name existing groups, slices
-/// and members.
-static LogicalResult readMessage(MessageOp op, const plan::Plan &plan,
-                                 plan::Message &message) {
-  message.step = static_cast<int64_t>(op.getStep());
-  message.sender = static_cast<int64_t>(op.getSender());
-  message.receiver = static_cast<int64_t>(op.getReceiver());
-  message.bytes = static_cast<int64_t>(op.getBytes());
-  message.zeroCopy = op.getZeroCopy();
+/// Reads the messages of `op`, checking that their parts name existing
+/// groups, slices and members (the op's verifier checked the rest).
+static LogicalResult readMessages(MessagesOp op, plan::Plan &plan) {
+  ArrayRef<int64_t> table = op.getTable();
   ArrayRef<int64_t> parts = op.getParts();
-  for (size_t i = 0; i < parts.size(); i += kPartWidth) {
-    plan::MessagePart part{
-        static_cast<int32_t>(parts[i]), static_cast<int32_t>(parts[i + 1]),
-        static_cast<int32_t>(parts[i + 2]), static_cast<int32_t>(parts[i + 3])};
-    if (parts[i] >= static_cast<int64_t>(plan.groups.size()))
-      return mlir::emitError(op.getLoc())
-             << "message part " << i / kPartWidth << " names group " << parts[i]
-             << " of " << plan.groups.size();
-    const plan::TransferGroup &group = plan.groups[part.group];
-    if (parts[i + 1] >= static_cast<int64_t>(group.slices.size()) ||
-        parts[i + 3] > static_cast<int64_t>(group.members.size()))
-      return mlir::emitError(op.getLoc())
-             << "message part " << i / kPartWidth
-             << " names a slice or member that group " << part.group
-             << " does not have";
-    message.parts.push_back(part);
+  plan.messages.resize(op.getNumMessages());
+  const int64_t *part = parts.data();
+  for (auto [index, message] : llvm::enumerate(plan.messages)) {
+    ArrayRef<int64_t> row = table.slice(index * MessagesOp::kRowWidth,
+                                        MessagesOp::kRowWidth);
+    message.step = row[MessagesOp::kStep];
+    message.sender = row[MessagesOp::kSender];
+    message.receiver = row[MessagesOp::kReceiver];
+    message.bytes = row[MessagesOp::kBytes];
+    message.zeroCopy = row[MessagesOp::kZeroCopy] != 0;
+    message.parts.resize(row[MessagesOp::kPartCount]);
+    for (auto [p, read] : llvm::enumerate(message.parts)) {
+      if (part[0] >= static_cast<int64_t>(plan.groups.size()))
+        return mlir::emitError(op.getLoc())
+               << "message " << index << ": part " << p << " names group "
+               << part[0] << " of " << plan.groups.size();
+      const plan::TransferGroup &group = plan.groups[part[0]];
+      if (part[1] >= static_cast<int64_t>(group.slices.size()) ||
+          part[3] > static_cast<int64_t>(group.members.size()))
+        return mlir::emitError(op.getLoc())
+               << "message " << index << ": part " << p
+               << " names a slice or member that group " << part[0]
+               << " does not have";
+      read = {static_cast<int32_t>(part[0]), static_cast<int32_t>(part[1]),
+              static_cast<int32_t>(part[2]), static_cast<int32_t>(part[3])};
+      part += kPartWidth;
+    }
   }
   return success();
 }
@@ -221,8 +226,8 @@ FailureOr<plan::Plan> readPlan(RefitOp refit) {
     }
     group.slices = readSlices(transfers);
   }
-  for (MessageOp op : refit.getBody().getOps<MessageOp>())
-    if (failed(readMessage(op, result, result.messages.emplace_back())))
+  for (MessagesOp op : refit.getBody().getOps<MessagesOp>())
+    if (failed(readMessages(op, result)))
       return failure();
   result.numSteps = static_cast<int64_t>(refit.getNumSteps().value_or(0));
   result.stagingBudget =
@@ -275,109 +280,42 @@ static void writeSliceTables(RefitOp refit, const plan::Plan &plan) {
       op.setSlicesAttr(table);
 }
 
-static void fillParts(const plan::Message &message,
-                      SmallVectorImpl<int64_t> &parts) {
-  parts.clear();
-  for (const plan::MessagePart &part : message.parts)
-    parts.append({part.group, part.slice, part.memberBegin, part.memberEnd});
-}
-
-/// Makes `op` what MessageOp::create would make of `message` (whose parts
-/// are `parts`) at `loc`, setting only what differs.
-static void rewriteMessageOp(MessageOp op, const plan::Message &message,
-                             ArrayRef<int64_t> parts, Location loc) {
-  if (op.getStep() != message.step)
-    op.setStep(message.step);
-  if (op.getSender() != message.sender)
-    op.setSender(message.sender);
-  if (op.getReceiver() != message.receiver)
-    op.setReceiver(message.receiver);
-  if (op.getBytes() != message.bytes)
-    op.setBytes(message.bytes);
-  if (op.getZeroCopy() != message.zeroCopy)
-    op.setZeroCopy(message.zeroCopy);
-  if (op.getParts() != parts)
-    op.setParts(parts);
-  if (op->getLoc() != loc)
-    op->setLoc(loc);
-  if (!op->getDiscardableAttrDictionary().empty())
-    op->setDiscardableAttrs(DictionaryAttr());
-}
-
-/// The refit's messages, when they are the last ops of its body (where
-/// writeMessages puts them); otherwise none, so that writeMessages builds
-/// them all anew.
-static SmallVector<MessageOp> trailingMessageOps(RefitOp refit) {
-  SmallVector<MessageOp> ops;
-  Block &body = refit.getBody().front();
-  for (Operation &op : llvm::reverse(body)) {
-    auto message = dyn_cast<MessageOp>(op);
-    if (!message)
-      break;
-    ops.push_back(message);
-  }
-  std::reverse(ops.begin(), ops.end());
-  if (ops.size() != static_cast<size_t>(
-                        llvm::range_size(refit.getBody().getOps<MessageOp>())))
-    return {};
-  return ops;
-}
-
-/// Leaves the refit with one `m2n.message` per message of the plan, in
-/// order, at the end of its body. The result is the same as erasing the
-/// message ops and creating new ones, but message ops are reused, and left
-/// alone where they already say the same: a plan holds tens of thousands of
-/// messages, most passes change none, and scheduling changes only some of
-/// each one's attributes.
+/// Leaves the refit with one `m2n.messages` holding `messages`, at the end
+/// of its body, or none when there are none. The tables are filled in
+/// place: they are the op's properties, so nothing is uniqued or copied.
 static void writeMessages(RefitOp refit, ArrayRef<plan::Message> messages) {
-  Location loc = refit.getLoc();
-  SmallVector<MessageOp> ops = trailingMessageOps(refit);
-  if (ops.empty())
-    for (MessageOp op :
-         llvm::make_early_inc_range(refit.getBody().getOps<MessageOp>()))
+  auto ops = refit.getBody().getOps<MessagesOp>();
+  MessagesOp op = ops.empty() ? MessagesOp() : *ops.begin();
+  if (messages.empty()) {
+    if (op)
       op.erase();
-  size_t reused = std::min(ops.size(), messages.size());
-  for (MessageOp op : llvm::drop_begin(ops, reused))
-    op.erase();
-
-  // A plan has tens of thousands of messages: ops are rewritten, and new
-  // ones made, by chunks on the context's threads (an op's properties are
-  // its own), and only put into the block here, in order.
-  MLIRContext *context = refit.getContext();
-  constexpr size_t kChunk = 1024;
-  auto chunks = [&](size_t count) { return (count + kChunk - 1) / kChunk; };
-  parallelFor(context, 0, chunks(reused), [&](size_t chunk) {
-    SmallVector<int64_t> parts;
-    for (size_t i = chunk * kChunk; i < std::min(reused, (chunk + 1) * kChunk);
-         ++i) {
-      fillParts(messages[i], parts);
-      rewriteMessageOp(ops[i], messages[i], parts, loc);
-    }
-  });
-  ArrayRef<plan::Message> fresh = messages.drop_front(reused);
-  std::vector<Operation *> created(fresh.size());
-  parallelFor(context, 0, chunks(fresh.size()), [&](size_t chunk) {
-    // One operation state serves a chunk's ops: building a state for each
-    // costs about as much as the op.
-    OperationState state(loc, MessageOp::getOperationName());
-    MessageOp::Properties &properties =
-        state.getOrAddProperties<MessageOp::Properties>();
-    SmallVector<int64_t> parts;
-    for (size_t i = chunk * kChunk;
-         i < std::min(fresh.size(), (chunk + 1) * kChunk); ++i) {
-      fillParts(fresh[i], parts);
-      properties.setStep(fresh[i].step);
-      properties.setSender(fresh[i].sender);
-      properties.setReceiver(fresh[i].receiver);
-      properties.setBytes(fresh[i].bytes);
-      properties.setZeroCopy(fresh[i].zeroCopy);
-      properties.setParts(parts);
-      created[i] = Operation::create(state);
-    }
-  });
+    return;
+  }
   Block &body = refit.getBody().front();
-  for (Operation *op : created)
-    body.push_back(op);
+  if (!op) {
+    OpBuilder builder = OpBuilder::atBlockEnd(&body);
+    op = MessagesOp::create(builder, refit.getLoc(), ArrayRef<int64_t>(),
+                            ArrayRef<int64_t>());
+  } else if (&body.back() != op.getOperation()) {
+    op->moveBefore(&body, body.end());
+  }
+  MessagesOp::Properties &properties = op.getProperties();
+  SmallVector<int64_t> &table = properties.table;
+  SmallVector<int64_t> &parts = properties.parts;
+  size_t partCount = 0;
+  for (const plan::Message &message : messages)
+    partCount += message.parts.size();
+  table.clear();
+  parts.clear();
+  table.reserve(messages.size() * MessagesOp::kRowWidth);
+  parts.reserve(partCount * kPartWidth);
+  for (const plan::Message &message : messages) {
+    table.append({message.step, message.sender, message.receiver,
+                  message.bytes, message.zeroCopy ? 1 : 0,
+                  static_cast<int64_t>(message.parts.size())});
+    for (const plan::MessagePart &part : message.parts)
+      parts.append({part.group, part.slice, part.memberBegin, part.memberEnd});
+  }
 }
 
 void writePlan(RefitOp refit, const plan::Plan &plan) {

@@ -4,10 +4,10 @@
 // The slices of every tensor between one pair of ranks travel in one
 // message: both members of the [4, 4] group and the [6] tensor.
 // CHECK-LABEL: m2n.refit @across_tensors
-// CHECK:         m2n.message step 0 : 0 -> 2 bytes 70 parts [g0 s0 m0..2, g1 s0 m0..1]
-// CHECK-NEXT:    m2n.message step 0 : 0 -> 3 bytes 6 parts [g1 s2 m0..1]
-// CHECK-NEXT:    m2n.message step 0 : 1 -> 2 bytes 6 parts [g1 s1 m0..1]
-// CHECK-NEXT:    m2n.message step 0 : 1 -> 3 bytes 70 parts [g0 s1 m0..2, g1 s3 m0..1]
+// CHECK:           step 0 : 0 -> 2 bytes 70 parts [g0 s0 m0..2, g1 s0 m0..1]
+// CHECK-NEXT:      step 0 : 0 -> 3 bytes 6 parts [g1 s2 m0..1]
+// CHECK-NEXT:      step 0 : 1 -> 2 bytes 6 parts [g1 s1 m0..1]
+// CHECK-NEXT:      step 0 : 1 -> 3 bytes 70 parts [g0 s1 m0..2, g1 s3 m0..1]
 // CHECK-NEXT:  }
 m2n.refit @across_tensors {
   m2n.mesh @train shape [2] ranks [0, 1]
@@ -26,7 +26,7 @@ m2n.refit @across_tensors {
 // packed; with a 24-byte bucket its 32 bytes split into rows, each then
 // one run on both sides and at least half a bucket: zero-copy.
 // CHECK-LABEL: m2n.refit @split
-// CHECK:         m2n.message step 0 : 0 -> 2 bytes 32 parts [g0 s0 m0..1]
+// CHECK:           step 0 : 0 -> 2 bytes 32 parts [g0 s0 m0..1]
 // SMALL-LABEL: m2n.refit @split
 // SMALL:         slices {
 // SMALL-NEXT:      0 -> 2 [0:1, 0:4]
@@ -38,8 +38,9 @@ m2n.refit @across_tensors {
 // SMALL-NEXT:      1 -> 3 [2:1, 4:4]
 // SMALL-NEXT:      1 -> 3 [3:1, 4:4]
 // SMALL-NEXT:    }
-// SMALL-NEXT:    m2n.message step 0 : 0 -> 2 bytes 16 zero_copy parts [g0 s0 m0..1]
-// SMALL-NEXT:    m2n.message step 0 : 0 -> 2 bytes 16 zero_copy parts [g0 s1 m0..1]
+// SMALL-NEXT:    m2n.messages {
+// SMALL-NEXT:      step 0 : 0 -> 2 bytes 16 zero_copy parts [g0 s0 m0..1]
+// SMALL-NEXT:      step 0 : 0 -> 2 bytes 16 zero_copy parts [g0 s1 m0..1]
 m2n.refit @split {
   m2n.mesh @train shape [2] ranks [0, 1]
   m2n.mesh @gen shape [2] ranks [2, 3]
@@ -53,11 +54,11 @@ m2n.refit @split {
 // tensors, in pieces of at most a bucket that are each one run too; with
 // the default bucket of tens of MiB, 2 KiB slices are packed instead.
 // CHECK-LABEL: m2n.refit @zero_copy
-// CHECK:         m2n.message step 0 : 0 -> 2 bytes 4096 parts [g0 s0 m0..1, g1 s0 m0..1]
+// CHECK:           step 0 : 0 -> 2 bytes 4096 parts [g0 s0 m0..1, g1 s0 m0..1]
 // SMALL-LABEL: m2n.refit @zero_copy
-// SMALL:         m2n.message step 0 : 0 -> 2 bytes 24 zero_copy parts [g0 s0 m0..1]
-// SMALL-NEXT:    m2n.message step 0 : 0 -> 2 bytes 24 zero_copy parts [g0 s1 m0..1]
-// SMALL-NEXT:    m2n.message step 0 : 0 -> 2 bytes 16 zero_copy parts [g0 s2 m0..1]
+// SMALL:           step 0 : 0 -> 2 bytes 24 zero_copy parts [g0 s0 m0..1]
+// SMALL-NEXT:      step 0 : 0 -> 2 bytes 24 zero_copy parts [g0 s1 m0..1]
+// SMALL-NEXT:      step 0 : 0 -> 2 bytes 16 zero_copy parts [g0 s2 m0..1]
 // SMALL-NOT:     bytes 2048
 m2n.refit @zero_copy {
   m2n.mesh @train shape [2] ranks [0, 1]

@@ -13,8 +13,9 @@
 // CHECK-LABEL: m2n.refit @llama_mini attributes {num_steps = 1 : i64, staging_budget = 1073741824 : i64}
 // CHECK-NOT:     m2n.reshard
 // CHECK:         m2n.transfers
-// CHECK-COUNT-26: m2n.message step 0 :
-// CHECK-NOT:     m2n.message
+// CHECK:         m2n.messages {
+// CHECK-COUNT-26: {{^ *}}step 0 :
+// CHECK-NEXT:    }
 
 // REPORT: remark: refit @llama_mini: 1 steps, 26 messages, 7680000 wire bytes, 0 local copy bytes, staging peak 1920000 bytes
 

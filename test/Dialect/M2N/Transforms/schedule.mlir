@@ -8,9 +8,9 @@
 // is less busy, and the third to step 0 again.
 // REPORT:      remark: refit @budget: 2 steps, 3 messages, 96 wire bytes, 0 local copy bytes, staging peak 64 bytes; predicted 70.0 us, lower bound 30.0 us (2.33x)
 // CHECK-LABEL: m2n.refit @budget attributes {num_steps = 2 : i64, staging_budget = 64 : i64}
-// CHECK:         m2n.message step 0 : 0 -> 1 bytes 32 parts [g0 s0 m0..1]
-// CHECK-NEXT:    m2n.message step 0 : 0 -> 3 bytes 32 parts [g0 s2 m0..1]
-// CHECK-NEXT:    m2n.message step 1 : 0 -> 2 bytes 32 parts [g0 s1 m0..1]
+// CHECK:           step 0 : 0 -> 1 bytes 32 parts [g0 s0 m0..1]
+// CHECK-NEXT:      step 0 : 0 -> 3 bytes 32 parts [g0 s2 m0..1]
+// CHECK-NEXT:      step 1 : 0 -> 2 bytes 32 parts [g0 s1 m0..1]
 // TIGHT: error: cannot schedule refit @budget: message from rank 0 to rank 1 (tensor "w") of 32 bytes needs more staging than the budget of 16 bytes per rank
 m2n.refit @budget {
   m2n.mesh @train shape [1] ranks [0]
@@ -29,12 +29,12 @@ m2n.refit @budget {
 // tiny budget does not bind.
 // REPORT:      remark: refit @relay: 2 steps, 16 messages, 268435456 wire bytes, 0 local copy bytes, staging peak 0 bytes
 // CHECK-LABEL: m2n.refit @relay attributes {num_steps = 2 : i64
-// CHECK:         m2n.message step 0 : 0 -> 1 bytes 16777216 zero_copy parts [g0 s0 m0..1]
-// CHECK-NEXT:    m2n.message step 0 : 0 -> 2 bytes 16777216 zero_copy parts [g0 s1 m0..1]
-// CHECK-NEXT:    m2n.message step 0 : 0 -> 3 bytes 16777216 zero_copy parts [g0 s2 m0..1]
-// CHECK-NEXT:    m2n.message step 0 : 0 -> 4 bytes 16777216 zero_copy parts [g0 s3 m0..1]
-// CHECK-NEXT:    m2n.message step 1 : 1 -> 2 bytes 16777216 zero_copy parts [g0 s7 m0..1]
-// CHECK:         m2n.message step 1 : 4 -> 3 bytes 16777216 zero_copy parts [g0 s12 m0..1]
+// CHECK:           step 0 : 0 -> 1 bytes 16777216 zero_copy parts [g0 s0 m0..1]
+// CHECK-NEXT:      step 0 : 0 -> 2 bytes 16777216 zero_copy parts [g0 s1 m0..1]
+// CHECK-NEXT:      step 0 : 0 -> 3 bytes 16777216 zero_copy parts [g0 s2 m0..1]
+// CHECK-NEXT:      step 0 : 0 -> 4 bytes 16777216 zero_copy parts [g0 s3 m0..1]
+// CHECK-NEXT:      step 1 : 1 -> 2 bytes 16777216 zero_copy parts [g0 s7 m0..1]
+// CHECK:           step 1 : 4 -> 3 bytes 16777216 zero_copy parts [g0 s12 m0..1]
 m2n.refit @relay {
   m2n.mesh @train shape [1] ranks [0]
   m2n.mesh @gen shape [4] ranks [1, 2, 3, 4]

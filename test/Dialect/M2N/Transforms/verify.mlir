@@ -50,8 +50,10 @@ m2n.refit @early_relay attributes {num_steps = 1, staging_budget = 1024} {
     0 -> 1 [0:4]
     1 -> 2 [0:4] forward round 1
   }
-  m2n.message step 0 : 0 -> 1 bytes 16 parts [g0 s0 m0..1]
-  m2n.message step 0 : 1 -> 2 bytes 16 parts [g0 s1 m0..1]
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 16 parts [g0 s0 m0..1]
+    step 0 : 1 -> 2 bytes 16 parts [g0 s1 m0..1]
+  }
 }
 
 // -----
@@ -64,7 +66,9 @@ m2n.refit @bytes attributes {num_steps = 1, staging_budget = 1024} {
   m2n.transfers %w from <@train, [R]> to <@gen, [R]> : tensor<4xf32> slices {
     0 -> 1 [0:4]
   }
-  m2n.message step 0 : 0 -> 1 bytes 12 parts [g0 s0 m0..1]
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 12 parts [g0 s0 m0..1]
+  }
 }
 
 // -----
@@ -78,7 +82,9 @@ m2n.refit @staging attributes {num_steps = 1, staging_budget = 8} {
   m2n.transfers %w from <@train, [R]> to <@gen, [R]> : tensor<4xf32> slices {
     0 -> 1 [0:4]
   }
-  m2n.message step 0 : 0 -> 1 bytes 16 parts [g0 s0 m0..1]
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 16 parts [g0 s0 m0..1]
+  }
 }
 
 // -----
@@ -92,7 +98,9 @@ m2n.refit @unsent attributes {num_steps = 1, staging_budget = 1024} {
   m2n.transfers %a, %b from <@train, [R]> to <@gen, [R]> : tensor<4xf32> slices {
     0 -> 1 [0:4]
   }
-  m2n.message step 0 : 0 -> 1 bytes 16 parts [g0 s0 m0..1]
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 16 parts [g0 s0 m0..1]
+  }
 }
 
 // -----
@@ -104,8 +112,10 @@ m2n.refit @bad_part {
   m2n.transfers %a from <@train, [R]> to <@gen, [R]> : tensor<4xf32> slices {
     0 -> 1 [0:4]
   }
-  // expected-error @+1 {{message part 0 names a slice or member that group 0 does not have}}
-  m2n.message step 0 : 0 -> 1 bytes 16 parts [g0 s3 m0..1]
+  // expected-error @+1 {{message 0: part 0 names a slice or member that group 0 does not have}}
+  m2n.messages {
+    step 0 : 0 -> 1 bytes 16 parts [g0 s3 m0..1]
+  }
 }
 
 // -----

@@ -27,8 +27,9 @@ def M2N_RefitOp : M2N_Op<"refit", [
     The verifier rejects two tensors of one name, a tensor resharded more
     than once (by `m2n.reshard` or `m2n.transfers`), more meshes or tensors
     than a spec may have, tensors that together hold more than 2^63 - 1
-    bytes, and a `num_steps` that is not positive, exceeds the number of
-    messages (or 1 without any), or that a message's step is not below.
+    bytes, more than one `m2n.messages`, and a `num_steps` that is not
+    positive, exceeds the number of messages (or 1 without any), or that a
+    message's step is not below.
 
     Example:
 
@@ -195,36 +196,54 @@ def M2N_TransfersOp : M2N_Op<"transfers", [
   }];
 }
 
-def M2N_MessageOp : M2N_Op<"message", [HasParent<"RefitOp">]> {
-  let summary = "One message from a sender rank to a receiver rank in a step";
+def M2N_MessagesOp : M2N_Op<"messages", [HasParent<"RefitOp">]> {
+  let summary = "The refit's messages, one row each";
   let description = [{
-    Slices fused into one message (`m2n-fuse`) and placed in a step
-    (`m2n-schedule`). Each part `gG sS mB..E` is slice `S` of the `G`-th
+    The slices fused into messages (`m2n-fuse`) and placed in steps
+    (`m2n-schedule`): one row per message from a sender rank to a receiver
+    rank. Each part `gG sS mB..E` is slice `S` of the `G`-th
     `m2n.transfers` of the refit, for that op's tensors `B` to `E - 1`.
     The parts are packed one after another into a staging buffer on the
     sender and unpacked on the receiver; a `zero_copy` message has one part,
     contiguous on both sides, and moves straight between the tensors.
 
+    A refit has at most one `m2n.messages`. A real model's plan has
+    millions of messages, so they are two compact tables, like the slices
+    of `m2n.transfers`, rather than an op each: `table` holds a row of six
+    values per message (step, sender, receiver, bytes, zero-copy flag,
+    number of parts), `parts` four per part (group, slice, first member,
+    end of members), the messages' parts one after another. Both are
+    properties, which are the op's own and not uniqued in the context.
+
+    The verifier checks each row: ranks below 2^20 and distinct, a
+    non-negative step and byte count, at least one part (exactly one when
+    zero-copy), and non-empty member ranges; the refit checks the steps
+    against `num_steps`, and reading the plan checks that the parts name
+    slices and members that exist.
+
     Example:
 
     ```mlir
-    m2n.message step 0 : 0 -> 2 bytes 192 parts [g0 s0 m0..2]
-    m2n.message step 1 : 2 -> 3 bytes 67108864 zero_copy parts [g1 s4 m0..1]
+    m2n.messages {
+      step 0 : 0 -> 2 bytes 192 parts [g0 s0 m0..2]
+      step 1 : 2 -> 3 bytes 67108864 zero_copy parts [g1 s4 m0..1]
+    }
     ```
   }];
-  // Properties rather than attributes: a real model's plan has tens of
-  // thousands of messages, and attributes would be uniqued one by one.
-  let arguments = (ins I64Prop:$step,
-                       I64Prop:$sender,
-                       I64Prop:$receiver,
-                       I64Prop:$bytes,
-                       UnitProp:$zero_copy,
+  let arguments = (ins IntArrayProp<I64Prop>:$table,
                        IntArrayProp<I64Prop>:$parts);
-  let assemblyFormat = [{
-    `step` $step `:` $sender `->` $receiver `bytes` $bytes
-    (`zero_copy` $zero_copy^)? `parts` custom<MessageParts>($parts) attr-dict
-  }];
+  let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Columns of a message row.
+    enum Column : int64_t {
+      kStep, kSender, kReceiver, kBytes, kZeroCopy, kPartCount, kRowWidth
+    };
+    /// Columns of a part: group, slice, first member, end of members.
+    static constexpr int64_t kPartWidth = 4;
+    /// The number of messages (rows of the table).
+    int64_t getNumMessages() { return getTable().size() / kRowWidth; }
+  }];
 }
 
 #endif // M2N_DIALECT_M2N_IR_M2NOPS_TD

@@ -109,8 +109,8 @@ def FusePass : Pass<"m2n-fuse", "mlir::ModuleOp"> {
   let summary = "Pack slices between each pair of ranks into messages";
   let description = [{
     Packs all slices between one (sender, receiver) pair within a round,
-    across tensors, into `m2n.message`s of at most `bucket-bytes`, splitting
-    larger slices. A slice contiguous on both sides that fills at least half
+    across tensors, into messages (rows of `m2n.messages`) of at most
+    `bucket-bytes`, splitting larger slices. A slice contiguous on both sides that fills at least half
     a message goes zero-copy, in a message of its own. A bucket never
     exceeds half the staging budget, so that a step can always hold one
     message each way. A pair's forwards are packed root after root (the

@@ -1,13 +1,13 @@
 //===- PlanIR.h - Between m2n IR and the transfer plan ----------*- C++ -*-===//
 //
 // The passes keep a refit's plan in IR: slice tables on `m2n.transfers`,
-// messages as `m2n.message`, the schedule on `m2n.refit`. Each pass reads
-// the plan, transforms it with the algorithms of m2n/Plan, and writes it
-// back. Group g of the plan is the g-th `m2n.transfers` of the refit;
+// the message tables on `m2n.messages`, the schedule on `m2n.refit`. Each
+// pass reads the plan, transforms it with the algorithms of m2n/Plan, and
+// writes it back. Group g of the plan is the g-th `m2n.transfers` of the refit;
 // tensor t is its t-th `m2n.tensor`; mesh m its m-th `m2n.mesh`.
 //
 // Reading a real model's plan back means hundreds of thousands of slices
-// and tens of thousands of messages, so a pass leaves the plan it wrote in
+// and millions of messages, so a pass leaves the plan it wrote in
 // a PlanCache, an analysis of the module, for the next m2n pass to take up.
 //
 //===----------------------------------------------------------------------===//
