@@ -31,7 +31,7 @@ void RefitOp::build(OpBuilder &builder, OperationState &state, StringRef name) {
 }
 
 /// A problem with the refit's messages and its step count, or "".
-static std::string checkSteps(RefitOp refit) {
+static std::string checkMessages(RefitOp refit) {
   auto tables = refit.getBody().getOps<MessagesOp>();
   if (!tables.empty() && std::next(tables.begin()) != tables.end())
     return "more than one m2n.messages";
@@ -59,9 +59,9 @@ static std::string checkSteps(RefitOp refit) {
 }
 
 LogicalResult RefitOp::verifyRegions() {
-  std::string steps = checkSteps(*this);
-  if (!steps.empty())
-    return emitOpError() << "@" << getSymName() << ": " << steps;
+  std::string messages = checkMessages(*this);
+  if (!messages.empty())
+    return emitOpError() << "@" << getSymName() << ": " << messages;
   if (std::optional<uint64_t> budget = getStagingBudget();
       budget && static_cast<int64_t>(*budget) < 0)
     return emitOpError() << "@" << getSymName()
