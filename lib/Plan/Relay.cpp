@@ -1202,8 +1202,15 @@ static int32_t gather(const Plan &plan, const Family &family,
   int32_t rounds = 1 + bruckRounds(nodes) + bruckRounds(columns);
   if (rounds > options.maxRounds)
     return 0;
-  GatherWriter writer(plan.groups[head.group], blocks,
-                      head.members != head.receivers, loads, model, out);
+  // Receivers too may hold blocks (colocated sides where every holder of
+  // the box receives it), so members != receivers would not tell.
+  bool colocated = llvm::any_of(blocks, [&](const Block &block) {
+    return llvm::any_of(block.region->holders, [&](int64_t holder) {
+      return llvm::binary_search(head.members, holder);
+    });
+  });
+  GatherWriter writer(plan.groups[head.group], blocks, colocated, loads, model,
+                      out);
   for (size_t owner = 0; owner < nodes * columns; ++owner)
     for (size_t b = arrangement.first[owner]; b < arrangement.first[owner + 1];
          ++b)
