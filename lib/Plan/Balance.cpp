@@ -19,7 +19,9 @@
 
 #include "m2n/Plan/Balance.h"
 
-#include "LayoutIndex.h"
+#include "FanOut.h"
+
+#include "m2n/Plan/Decompose.h"
 
 #include "m2n/Plan/Parallel.h"
 
@@ -132,13 +134,40 @@ int64_t soleHolder(llvm::ArrayRef<int64_t> holders, int64_t receiver) {
   return sole;
 }
 
-/// The source box that contains the non-empty `slice`: most often its
-/// sender's own, which is tried before a search; -1 when none does.
-int32_t containingBox(const LayoutIndex &src, const Slice &slice) {
-  int32_t own = src.boxOf(slice.sender);
-  if (own >= 0 && contains(src.box(own), slice.box))
-    return own;
-  return src.findContaining(slice.box);
+/// Whether the fan-out `slice` has a single holder to send it: then there
+/// is nothing to choose, and it stays one slice.
+bool hasSoleHolder(const FanOutIndex &index, const Slice &slice) {
+  int32_t id = index.sourceOf(slice);
+  return id >= 0 && index.source().holders(id).size() == 1 &&
+         index.source().holders(id).front() == slice.sender;
+}
+
+/// Expands the fan-out slices that have several holders to choose from:
+/// each of their receivers may get its slice from another.
+void expandChoices(Plan &plan, llvm::ThreadPoolInterface *pool) {
+  forEachGroup(plan, pool, [&](size_t g) {
+    TransferGroup &group = plan.groups[g];
+    if (!hasFanOuts(group))
+      return;
+    FanOutIndex index(plan, group);
+    expandFanOuts(group, plan, [&](const Slice &slice) {
+      return !hasSoleHolder(index, slice);
+    });
+  });
+}
+
+/// The load of the fan-out `slice`, which has a sole holder: its sender's
+/// sends to every rank that does not copy it locally.
+void addFanOutLoad(const FanOutIndex &index, const TransferGroup &group,
+                   const Slice &slice, int32_t sender, SendLoads &loads) {
+  int64_t weight = sliceBytes(group, slice) *
+                   static_cast<int64_t>(group.members.size());
+  index.forEachDelivery(slice, [&](int64_t from, int64_t receiver) {
+    if (from == receiver)
+      return;
+    loads.before[sender] += weight;
+    loads.soleHolder[sender] += weight;
+  });
 }
 
 /// The regions of group `g` to balance, and its slices' part of the
@@ -147,9 +176,14 @@ void collectGroupRegions(const Plan &plan, size_t g, const RankTable &table,
                          const BalanceOptions &options, SendLoads &loads,
                          std::vector<Region> &regions) {
   const TransferGroup &group = plan.groups[g];
-  LayoutIndex src(plan, group.shape, group.src);
+  FanOutIndex index(plan, group);
+  const LayoutIndex &src = index.source();
   for (size_t i = 0; i < group.slices.size(); ++i) {
     const Slice &slice = group.slices[i];
+    if (slice.isFanOut()) {
+      addFanOutLoad(index, group, slice, table.index(slice.sender), loads);
+      continue;
+    }
     if (!isRemote(slice))
       continue;
     // A malformed slice, whose size may not even be computable, weighs
@@ -160,7 +194,7 @@ void collectGroupRegions(const Plan &plan, size_t g, const RankTable &table,
                             : 0;
     int32_t sender = table.index(slice.sender);
     loads.before[sender] += weight;
-    int32_t id = within && isBalanced(slice) ? containingBox(src, slice) : -1;
+    int32_t id = within && isBalanced(slice) ? containingSourceBox(src, slice) : -1;
     llvm::ArrayRef<int64_t> holders =
         id >= 0 ? src.holders(id) : llvm::ArrayRef<int64_t>();
     if (holders.empty()) {
@@ -406,6 +440,7 @@ void applyPieces(Plan &plan, const RankTable &table,
 
 BalanceStats m2n::plan::balance(Plan &plan, const BalanceOptions &options) {
   BalanceStats stats;
+  expandChoices(plan, options.pool);
   RankTable table = rankTable(plan);
   std::vector<int64_t> zeros(table.size(), 0);
   SendLoads loads{zeros, zeros, zeros};

@@ -9,6 +9,10 @@
 
 #include "m2n/Plan/CostModel.h"
 
+#include "FanOut.h"
+
+#include "m2n/Plan/Decompose.h"
+
 #include "m2n/Spec/JsonFile.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -22,6 +26,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 using namespace m2n;
 using namespace m2n::plan;
@@ -516,17 +521,28 @@ PlanCost CostModel::cost(const Plan &plan) const {
   bool fused = !plan.messages.empty();
   for (const TransferGroup &group : plan.groups) {
     int64_t members = static_cast<int64_t>(group.members.size());
-    for (const Slice &slice : group.slices) {
+    auto add = [&](const Slice &slice, int64_t sender, int64_t receiver) {
       int64_t bytes = sliceBytes(group, slice);
-      if (slice.isLocalCopy()) {
+      if (sender == receiver) {
         result.localCopyBytes += bytes * members;
-        continue;
+        return;
       }
       result.wireBytes += bytes * members;
       // An unfused plan sends each member's slice as a message of its own.
       if (!fused)
-        traffic.add(slice.round, slice.sender, slice.receiver, bytes,
-                    /*staged=*/true, members);
+        traffic.add(slice.round, sender, receiver, bytes, /*staged=*/true,
+                    members);
+    };
+    std::optional<FanOutIndex> fanOuts;
+    if (hasFanOuts(group))
+      fanOuts.emplace(plan, group);
+    for (const Slice &slice : group.slices) {
+      if (slice.isFanOut())
+        fanOuts->forEachDelivery(slice, [&](int64_t sender, int64_t receiver) {
+          add(slice, sender, receiver);
+        });
+      else
+        add(slice, slice.sender, slice.receiver);
     }
   }
   for (const Message &message : plan.messages)

@@ -10,9 +10,11 @@
 
 #include "m2n/Plan/Decompose.h"
 
-#include "LayoutIndex.h"
+#include "FanOut.h"
 
 #include "m2n/Plan/Parallel.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 using namespace m2n;
 using namespace m2n::plan;
@@ -39,42 +41,65 @@ std::vector<std::vector<Piece>> piecesByBox(const LayoutIndex &src,
   return pieces;
 }
 
-/// The slices of one group, and their counts into `stats`.
-std::vector<Slice> decomposeGroup(const Plan &plan, const TransferGroup &group,
-                                  DecomposeStats &stats) {
-  LayoutIndex src(plan, group.shape, group.src);
-  LayoutIndex dst(plan, group.shape, group.dst);
-  std::vector<std::vector<Piece>> pieces = piecesByBox(src, dst);
+/// Counts `slice`, for every member of `group`, into `stats`.
+void count(const TransferGroup &group, const Slice &slice,
+           DecomposeStats &stats) {
   int64_t members = static_cast<int64_t>(group.members.size());
-  llvm::ArrayRef<int64_t> receivers = dst.meshRanks();
-  size_t count = 0;
-  for (size_t index = 0; index < receivers.size(); ++index)
-    if (dst.boxAt(index) >= 0)
-      count += pieces[dst.boxAt(index)].size();
+  int64_t bytes = sliceBytes(group, slice) * members;
+  if (slice.isLocalCopy()) {
+    stats.localCopies += members;
+    stats.localBytes += bytes;
+  } else {
+    stats.remoteSlices += members;
+    stats.wireBytes += bytes;
+  }
+}
+
+/// The slices of one group, and their counts into `stats`: a fan-out slice
+/// per piece of a destination box that several ranks hold, when `fanOut`
+/// says so, and otherwise a slice per piece and receiver.
+std::vector<Slice> decomposeGroup(const Plan &plan, const TransferGroup &group,
+                                  bool fanOut, DecomposeStats &stats) {
+  FanOutIndex index(plan, group);
+  const LayoutIndex &src = index.source(), &dst = index.destination();
+  std::vector<std::vector<Piece>> pieces = piecesByBox(src, dst);
+  auto isFannedOut = [&](int32_t dstId) {
+    return fanOut && dst.holders(dstId).size() > 1;
+  };
   std::vector<Slice> slices;
-  slices.reserve(count);
-  for (size_t index = 0; index < receivers.size(); ++index) {
-    int32_t dstId = dst.boxAt(index);
-    if (dstId < 0)
+  // A piece of a replicated box goes out as one fan-out slice, which
+  // stands for a slice to each of the box's holders.
+  for (int32_t dstId = 0; dstId < dst.numBoxes(); ++dstId) {
+    if (!isFannedOut(dstId))
       continue;
-    int64_t receiver = receivers[index];
-    // The receiver already holds a region exactly when its own source box
-    // is the one the region comes from.
+    for (const Piece &piece : pieces[dstId]) {
+      Slice &slice = slices.emplace_back();
+      slice.sender = src.holders(piece.srcId).front();
+      slice.receiver = kEveryHolder;
+      slice.box = piece.box;
+      index.forEachDelivery(slice, [&](int64_t sender, int64_t receiver) {
+        Slice one = slice;
+        one.sender = sender;
+        one.receiver = receiver;
+        count(group, one, stats);
+      });
+    }
+  }
+  llvm::ArrayRef<int64_t> receivers = dst.meshRanks();
+  for (size_t position = 0; position < receivers.size(); ++position) {
+    int32_t dstId = dst.boxAt(position);
+    if (dstId < 0 || isFannedOut(dstId))
+      continue;
+    int64_t receiver = receivers[position];
     int32_t ownId = src.boxOf(receiver);
     for (const Piece &piece : pieces[dstId]) {
       Slice &slice = slices.emplace_back();
       slice.receiver = receiver;
-      slice.sender =
-          piece.srcId == ownId ? receiver : src.holders(piece.srcId).front();
+      slice.sender = copiesLocally(ownId, piece.srcId)
+                         ? receiver
+                         : src.holders(piece.srcId).front();
       slice.box = piece.box;
-      int64_t bytes = sliceBytes(group, slice) * members;
-      if (slice.isLocalCopy()) {
-        stats.localCopies += members;
-        stats.localBytes += bytes;
-      } else {
-        stats.remoteSlices += members;
-        stats.wireBytes += bytes;
-      }
+      count(group, slice, stats);
     }
   }
   sortSlices(slices);
@@ -84,11 +109,11 @@ std::vector<Slice> decomposeGroup(const Plan &plan, const TransferGroup &group,
 } // namespace
 
 DecomposeStats m2n::plan::decompose(Plan &plan,
-                                    llvm::ThreadPoolInterface *pool) {
+                                    const DecomposeOptions &options) {
   std::vector<DecomposeStats> groupStats(plan.groups.size());
-  forEachGroup(plan, pool, [&](size_t g) {
-    plan.groups[g].slices =
-        decomposeGroup(plan, plan.groups[g], groupStats[g]);
+  forEachGroup(plan, options.pool, [&](size_t g) {
+    plan.groups[g].slices = decomposeGroup(plan, plan.groups[g],
+                                           options.fanOut, groupStats[g]);
   });
   DecomposeStats stats;
   for (const DecomposeStats &group : groupStats) {
@@ -98,4 +123,50 @@ DecomposeStats m2n::plan::decompose(Plan &plan,
     stats.localBytes += group.localBytes;
   }
   return stats;
+}
+
+bool m2n::plan::hasFanOuts(const TransferGroup &group) {
+  return llvm::any_of(group.slices,
+                      [](const Slice &slice) { return slice.isFanOut(); });
+}
+
+bool m2n::plan::hasFanOuts(const Plan &plan) {
+  return llvm::any_of(plan.groups, [](const TransferGroup &group) {
+    return hasFanOuts(group);
+  });
+}
+
+bool m2n::plan::expandFanOuts(TransferGroup &group, const Plan &plan,
+                              llvm::function_ref<bool(const Slice &)> which) {
+  if (!hasFanOuts(group))
+    return true;
+  FanOutIndex index(plan, group);
+  std::vector<Slice> slices;
+  slices.reserve(group.slices.size());
+  bool expanded = true;
+  for (Slice &slice : group.slices) {
+    if (slice.isFanOut() && which(slice))
+      expanded &= index.expand(slice, slices);
+    else
+      slices.push_back(std::move(slice));
+  }
+  sortSlices(slices);
+  group.slices = std::move(slices);
+  return expanded;
+}
+
+std::string m2n::plan::expandFanOuts(Plan &plan,
+                                     llvm::ThreadPoolInterface *pool) {
+  if (!hasFanOuts(plan))
+    return "";
+  std::vector<char> expanded(plan.groups.size(), true);
+  forEachGroup(plan, pool, [&](size_t g) {
+    expanded[g] = expandFanOuts(plan.groups[g], plan,
+                                [](const Slice &) { return true; });
+  });
+  for (size_t g = 0; g < plan.groups.size(); ++g)
+    if (!expanded[g])
+      return "group " + std::to_string(g) +
+             " has a fan-out slice whose box lies in no one destination box";
+  return "";
 }

@@ -29,6 +29,9 @@
 
 #include "m2n/Plan/Relay.h"
 
+#include "FanOut.h"
+
+#include "m2n/Plan/Decompose.h"
 #include "m2n/Plan/Coalesce.h"
 #include "m2n/Support/Assert.h"
 
@@ -108,6 +111,10 @@ struct Region {
   std::vector<Transfer> transfers;
   /// Whether the region went with its family in a gather.
   bool gathered = false;
+  /// Where `slices` is one fan-out slice: the members that copy the region
+  /// locally, whose copies that slice stands for too and which stay when
+  /// the region is relayed.
+  std::vector<int64_t> copiers;
 };
 
 /// How a region travels when relayed: the root (a source holder) sends it
@@ -149,11 +156,24 @@ struct Loads {
         worldSize = std::max({worldSize, slice.sender + 1, slice.receiver + 1});
     send.assign(worldSize, 0);
     receive.assign(worldSize, 0);
-    for (const TransferGroup &group : plan.groups)
-      for (const Slice &slice : group.slices)
-        if (!slice.isLocalCopy() && slice.sender >= 0 && slice.receiver >= 0)
-          add(model, slice.sender, slice.receiver,
-              sliceLoadBytes(group, slice), 1);
+    for (const TransferGroup &group : plan.groups) {
+      std::optional<FanOutIndex> fanOuts;
+      if (hasFanOuts(group))
+        fanOuts.emplace(plan, group);
+      for (const Slice &slice : group.slices) {
+        if (slice.sender < 0)
+          continue;
+        int64_t bytes = sliceLoadBytes(group, slice);
+        if (slice.isFanOut()) {
+          fanOuts->forEachDelivery(slice, [&](int64_t from, int64_t to) {
+            if (from != to && to < worldSize)
+              add(model, from, to, bytes, 1);
+          });
+        } else if (!slice.isLocalCopy() && slice.receiver >= 0) {
+          add(model, slice.sender, slice.receiver, bytes, 1);
+        }
+      }
+    }
   }
 
   /// Adds `bytes` from `sender` to `receiver`, weighted by `scale` (-1
@@ -206,6 +226,8 @@ static void sortUnique(std::vector<int64_t> &ranks) {
 /// so each receiver's slices come together; where they do not (a plan read
 /// from bad IR) the region is not relayed.
 static bool coversExactly(const TransferGroup &group, const Region &region) {
+  if (region.slices.size() == 1 && group.slices[region.slices[0]].isFanOut())
+    return group.slices[region.slices[0]].box == region.box;
   int64_t receiver = -1, volume = 0;
   auto wholeRun = [&] {
     return receiver < 0 || volume == region.box.volume();
@@ -225,6 +247,27 @@ static bool coversExactly(const TransferGroup &group, const Region &region) {
   return wholeRun();
 }
 
+/// The receivers of the fan-out `slice` and its sends to them, into
+/// `region`, in the order of receivers that slices to each would have;
+/// the ranks that copy it locally into region.copiers.
+static void addDeliveries(const FanOutIndex &fanOuts,
+                          const TransferGroup &group, const Slice &slice,
+                          Region &region) {
+  int64_t bytes = sliceLoadBytes(group, slice);
+  fanOuts.forEachDelivery(slice, [&](int64_t sender, int64_t receiver) {
+    if (sender == receiver) {
+      region.copiers.push_back(receiver);
+      return;
+    }
+    region.receivers.push_back(receiver);
+    region.transfers.push_back({sender, receiver, bytes});
+  });
+  llvm::sort(region.transfers,
+             [](const Region::Transfer &a, const Region::Transfer &b) {
+               return a.receiver < b.receiver;
+             });
+}
+
 /// The regions of group `g` that several receivers get from the source side
 /// in round 0. A group that already forwards anything is left alone.
 static void findRegions(const Plan &plan, int32_t g,
@@ -236,13 +279,24 @@ static void findRegions(const Plan &plan, int32_t g,
       }))
     return;
   LayoutBoxes src(plan, group, group.src), dst(plan, group, group.dst);
+  std::optional<FanOutIndex> fanOuts;
+  if (hasFanOuts(group))
+    fanOuts.emplace(plan, group);
+  // The destination box, among dst's, that `slice` goes to.
+  auto destinationOf = [&](const Slice &slice) -> int64_t {
+    if (!slice.isFanOut())
+      return dst.find(slice.receiver);
+    int32_t id = fanOuts->destinationOf(slice);
+    return id < 0 ? -1
+                  : dst.find(fanOuts->destination().holders(id).front());
+  };
   // Per (destination box, source box), the slices of that region.
   llvm::DenseMap<std::pair<int64_t, int64_t>, size_t> regionOf;
   std::vector<std::pair<int64_t, int64_t>> keys;
   std::vector<std::vector<size_t>> slicesOf;
   for (size_t i = 0; i < group.slices.size(); ++i) {
     const Slice &slice = group.slices[i];
-    int64_t from = src.find(slice.sender), to = dst.find(slice.receiver);
+    int64_t from = src.find(slice.sender), to = destinationOf(slice);
     // A receiver that holds the source box itself cannot forward it better
     // than any other holder; leave such odd slices alone.
     if (slice.isLocalCopy() || from < 0 || to < 0 ||
@@ -271,8 +325,22 @@ static void findRegions(const Plan &plan, int32_t g,
                    static_cast<int64_t>(group.members.size());
     region.holders = src.holders[key.second];
     sortUnique(region.holders);
-    for (size_t i : slices)
-      region.receivers.push_back(group.slices[i].receiver);
+    // A fan-out slice brings the region to its receivers alone; mixed
+    // with other slices of it (only in malformed IR), it is left alone.
+    bool fanOut = llvm::any_of(slices, [&](size_t i) {
+      return group.slices[i].isFanOut();
+    });
+    if (fanOut && slices.size() > 1)
+      continue;
+    if (fanOut)
+      addDeliveries(*fanOuts, group, group.slices[slices.front()], region);
+    else
+      for (size_t i : slices) {
+        const Slice &slice = group.slices[i];
+        region.receivers.push_back(slice.receiver);
+        region.transfers.push_back(
+            {slice.sender, slice.receiver, sliceLoadBytes(group, slice)});
+      }
     sortUnique(region.receivers);
     region.members = region.receivers;
     for (int64_t holder : region.holders)
@@ -283,12 +351,6 @@ static void findRegions(const Plan &plan, int32_t g,
     if (region.receivers.size() < 2 || region.bytes <= 0 ||
         !coversExactly(group, region))
       continue;
-    region.transfers.reserve(region.slices.size());
-    for (size_t i : region.slices) {
-      const Slice &slice = group.slices[i];
-      region.transfers.push_back(
-          {slice.sender, slice.receiver, sliceLoadBytes(group, slice)});
-    }
     regions.push_back(std::move(region));
   }
 }
@@ -1479,6 +1541,13 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
       replaced[region.group].resize(group.slices.size());
       for (size_t i : region.slices)
         replaced[region.group][i] = true;
+      // The local copies that a replaced fan-out slice stood for stay.
+      for (int64_t copier : region.copiers) {
+        Slice &copy = added[region.group].emplace_back();
+        copy.sender = copier;
+        copy.receiver = copier;
+        copy.box = region.box;
+      }
       ++stats.relayedRegions;
       stats.sourceSendsSaved +=
           static_cast<int64_t>(region.receivers.size()) - 1;

@@ -409,10 +409,15 @@ TEST(RandomRefitTest, WholePipelineRunsRight) {
     Random random(static_cast<uint32_t>(seed) + 100000);
     spec::RefitSpec spec = randomRefit(random);
     Plan plan = planFromSpec(spec);
-    decompose(plan);
+    // Half the cases go through balance and relay with fan-out slices, as
+    // m2n-compile does, and expand them before coalescing.
+    DecomposeOptions decomposeOptions;
+    decomposeOptions.fanOut = seed % 2 == 0;
+    decompose(plan, decomposeOptions);
     balance(plan, randomBalanceOptions(random));
     CostModel model = randomCostModel(random);
     RelayStats relayStats = relay(plan, model, RelayOptions());
+    ASSERT_EQ(expandFanOuts(plan), "") << "seed " << seed;
     coalesce(plan);
     int64_t bucket = random.between(1, 64);
     FuseStats fuseStats = fuse(plan, FuseOptions{bucket});
@@ -438,6 +443,43 @@ TEST(RandomRefitTest, WholePipelineRunsRight) {
   EXPECT_GT(multiStep, kCases / 10);
   EXPECT_GT(zeroCopy, kCases / 10);
   EXPECT_GT(splits, kCases / 10);
+}
+
+/// Fan-out slices stand for exactly the slices that decompose writes per
+/// receiver, and balance and relay plan the same on them: expanded, the
+/// slices are the same, on random refits.
+TEST(RandomRefitTest, FanOutsStandForTheSlicesPerReceiver) {
+  constexpr int kCases = 1000;
+  int64_t withFanOuts = 0;
+  for (int seed = 0; seed < kCases; ++seed) {
+    Random random(static_cast<uint32_t>(seed) + 200000);
+    spec::RefitSpec spec = randomRefit(random);
+    Plan perReceiver = planFromSpec(spec);
+    DecomposeStats expected = decompose(perReceiver);
+    Plan fannedOut = planFromSpec(spec);
+    DecomposeOptions options;
+    options.fanOut = true;
+    DecomposeStats stats = decompose(fannedOut, options);
+    EXPECT_EQ(stats.remoteSlices, expected.remoteSlices) << "seed " << seed;
+    EXPECT_EQ(stats.wireBytes, expected.wireBytes) << "seed " << seed;
+    EXPECT_EQ(stats.localCopies, expected.localCopies) << "seed " << seed;
+    EXPECT_EQ(stats.localBytes, expected.localBytes) << "seed " << seed;
+    withFanOuts += hasFanOuts(fannedOut);
+
+    BalanceOptions balanceOptions = randomBalanceOptions(random);
+    CostModel model = randomCostModel(random);
+    for (Plan *plan : {&perReceiver, &fannedOut}) {
+      balance(*plan, balanceOptions);
+      relay(*plan, model, RelayOptions());
+    }
+    ASSERT_EQ(expandFanOuts(fannedOut), "") << "seed " << seed;
+    ASSERT_EQ(fannedOut.groups.size(), perReceiver.groups.size());
+    for (size_t g = 0; g < perReceiver.groups.size(); ++g)
+      ASSERT_EQ(fannedOut.groups[g].slices, perReceiver.groups[g].slices)
+          << "seed " << seed << ", group " << g << "\n"
+          << describe(spec);
+  }
+  EXPECT_GT(withFanOuts, kCases / 4);
 }
 
 /// Breaks one slice of the plan at random, in a way that may or may not

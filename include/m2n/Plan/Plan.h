@@ -34,9 +34,20 @@ enum class Origin : uint8_t {
   Destination,
 };
 
+/// The receiver of a fan-out slice (see Slice).
+constexpr int64_t kEveryHolder = -1;
+
 /// One region of a tensor, in global coordinates, moving from `sender` to
 /// `receiver`. When sender == receiver (and origin is Source) it is a local
 /// copy from the rank's source shard into its destination shard.
+///
+/// A fan-out slice (receiver kEveryHolder, origin Source, round 0) stands
+/// for one slice to each rank whose destination box contains its box: from
+/// `sender`, or a local copy where the rank's own source box contains it.
+/// Decompose writes them for replicated destinations, whose regions would
+/// otherwise take a slice per replica; balance and relay read them, and
+/// expandFanOuts (m2n/Plan/Decompose.h) turns them into the slices they
+/// stand for before any other pass.
 struct Slice {
   int64_t sender = 0;
   int64_t receiver = 0;
@@ -49,6 +60,7 @@ struct Slice {
   Box box;
 
   bool isLocalCopy() const { return sender == receiver; }
+  bool isFanOut() const { return receiver == kEveryHolder; }
   bool operator==(const Slice &other) const {
     return sender == other.sender && receiver == other.receiver &&
            origin == other.origin && round == other.round && box == other.box;

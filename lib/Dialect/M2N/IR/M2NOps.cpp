@@ -240,9 +240,16 @@ static void printBox(OpAsmPrinter &printer, ArrayRef<int64_t> row,
   printer << "]";
 }
 
+constexpr int64_t kEveryHolder = TransfersOp::kEveryHolder;
+
 static void printSliceRow(OpAsmPrinter &printer, ArrayRef<int64_t> row,
                           int64_t rank) {
-  printer << row[kSender] << " -> " << row[kReceiver] << " ";
+  printer << row[kSender] << " -> ";
+  if (row[kReceiver] == kEveryHolder)
+    printer << "*";
+  else
+    printer << row[kReceiver];
+  printer << " ";
   printBox(printer, row, rank);
   if (row[kOrigin] == 1)
     printer << " forward";
@@ -271,12 +278,13 @@ void TransfersOp::print(OpAsmPrinter &printer) {
   printer.printOptionalAttrDict((*this)->getAttrs(), {"src", "dst", "slices"});
 }
 
-/// `S -> R [o:s, ...] (forward)? (round k)?`, appended to `table`.
+/// `S -> (R | *) [o:s, ...] (forward)? (round k)?`, appended to `table`.
 static ParseResult parseSliceRow(OpAsmParser &parser, int64_t rank,
                                  SmallVectorImpl<int64_t> &table) {
-  int64_t sender, receiver;
+  int64_t sender, receiver = kEveryHolder;
   if (parser.parseInteger(sender) || parser.parseArrow() ||
-      parser.parseInteger(receiver) || parser.parseLSquare())
+      (failed(parser.parseOptionalStar()) && parser.parseInteger(receiver)) ||
+      parser.parseLSquare())
     return failure();
   SmallVector<int64_t> offsets, sizes;
   auto parseDim = [&]() -> ParseResult {
@@ -356,11 +364,16 @@ LogicalResult TransfersOp::verify() {
   for (size_t begin = 0; begin < table.size(); begin += width) {
     ArrayRef<int64_t> row = table.slice(begin, width);
     int64_t index = begin / width;
-    for (int64_t rank : {row[kSender], row[kReceiver]}) {
+    bool fanOut = row[kReceiver] == kEveryHolder;
+    for (int64_t rank : {row[kSender], fanOut ? 0 : row[kReceiver]}) {
       std::string problem = checkRankId(rank);
       if (!problem.empty())
         return emitOpError() << "slice " << index << ": " << problem;
     }
+    if (fanOut && (row[kOrigin] != 0 || row[kRound] != 0))
+      return emitOpError() << "slice " << index
+                           << " goes to every holder (*) but is not read "
+                              "from a source shard in round 0";
     if (row[kOrigin] != 0 && row[kOrigin] != 1)
       return emitOpError() << "slice " << index << " has origin "
                            << row[kOrigin] << "; expected 0 or 1";

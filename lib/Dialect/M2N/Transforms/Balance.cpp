@@ -29,7 +29,8 @@ struct BalancePass : impl::BalancePassBase<BalancePass> {
           idealMaxSend += stats.idealMaxSendBytes;
           splitRegions += stats.splitRegions;
           return mlir::success();
-        });
+        },
+        FanOuts::Keep);
     if (mlir::failed(result))
       return signalPassFailure();
     markAnalysesPreserved<PlanCache>();

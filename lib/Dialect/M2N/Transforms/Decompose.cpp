@@ -12,6 +12,8 @@ namespace m2n {
 
 namespace {
 struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
+  using DecomposePassBase::DecomposePassBase;
+
   void runOnOperation() override {
     PlanCache &cache = getAnalysis<PlanCache>();
     for (RefitOp refit : getOperation().getOps<RefitOp>()) {
@@ -21,8 +23,10 @@ struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
       if (mlir::failed(spec))
         return signalPassFailure();
       plan::Plan plan = plan::planFromSpec(*spec);
-      plan::DecomposeStats stats =
-          plan::decompose(plan, groupPool(&getContext()));
+      plan::DecomposeOptions options;
+      options.fanOut = fanOut;
+      options.pool = groupPool(&getContext());
+      plan::DecomposeStats stats = plan::decompose(plan, options);
       writeTransfers(refit, plan);
       numGroups += plan.groups.size();
       numRemoteSlices += stats.remoteSlices;

@@ -3,6 +3,7 @@
 #include "m2n/Dialect/M2N/Transforms/PlanIR.h"
 
 #include "m2n/Dialect/M2N/IR/DTypes.h"
+#include "m2n/Plan/Decompose.h"
 #include "m2n/Plan/Parallel.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
@@ -14,6 +15,8 @@ namespace m2n {
 namespace {
 enum SliceColumn : int64_t { kSender, kReceiver, kOrigin, kRound, kBox };
 constexpr int64_t kPartWidth = MessagesOp::kPartWidth;
+static_assert(TransfersOp::kEveryHolder == plan::kEveryHolder,
+              "a fan-out slice reads and writes as it is");
 } // namespace
 
 InFlightDiagnostic emitRefitError(RefitOp refit) {
@@ -362,14 +365,26 @@ PlanCache::takeSchedule(RefitOp refit, int64_t stagingBudget,
   return std::move(pending.schedule);
 }
 
+LogicalResult expandFanOuts(RefitOp refit, plan::Plan &plan) {
+  std::string problem =
+      plan::expandFanOuts(plan, groupPool(refit.getContext()));
+  if (problem.empty())
+    return success();
+  return emitRefitError(refit)
+         << "refit @" << refit.getSymName() << ": " << problem;
+}
+
 LogicalResult
 transformPlans(ModuleOp module, PlanCache &cache,
-               function_ref<LogicalResult(RefitOp, plan::Plan &)> transform) {
+               function_ref<LogicalResult(RefitOp, plan::Plan &)> transform,
+               FanOuts fanOuts) {
   for (RefitOp refit : module.getOps<RefitOp>()) {
     FailureOr<plan::Plan *> plan = cache.get(refit);
     // The plan is about to change: a schedule recorded for it is stale.
     cache.dropSchedule(refit);
-    if (failed(plan) || failed(transform(refit, **plan)))
+    if (failed(plan) ||
+        (fanOuts == FanOuts::Expand && failed(expandFanOuts(refit, **plan))) ||
+        failed(transform(refit, **plan)))
       return failure();
     writePlan(refit, **plan);
   }

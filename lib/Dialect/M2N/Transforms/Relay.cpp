@@ -33,7 +33,8 @@ struct RelayPass : impl::RelayPassBase<RelayPass> {
           sourceSendsSaved += stats.sourceSendsSaved;
           rounds += stats.rounds;
           return mlir::success();
-        });
+        },
+        FanOuts::Keep);
     if (mlir::failed(result))
       return signalPassFailure();
     markAnalysesPreserved<PlanCache>();

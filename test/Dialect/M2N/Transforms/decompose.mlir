@@ -1,4 +1,5 @@
 // RUN: m2n-opt %s -split-input-file -m2n-decompose | FileCheck %s
+// RUN: m2n-opt %s -split-input-file -m2n-decompose='fan-out=0' | FileCheck %s --check-prefix=PER-RECEIVER
 
 // Replicated source to sharded destination: each destination rank takes its
 // rows from the first holder.
@@ -18,14 +19,20 @@ m2n.refit @replicate_to_shard {
 // -----
 
 // Sharded source to replicated destination: every destination rank gathers
-// every shard.
+// every shard, one fan-out slice per shard (to every holder of the box), or
+// with fan-out=0 one slice per shard and receiver.
 // CHECK-LABEL: m2n.refit @shard_to_replicate
 // CHECK:         m2n.transfers %{{.*}} from <@train, [S(0)]> to <@gen, [R]> : tensor<6xbf16> slices {
-// CHECK-NEXT:      0 -> 2 [0:3]
-// CHECK-NEXT:      1 -> 2 [3:3]
-// CHECK-NEXT:      0 -> 3 [0:3]
-// CHECK-NEXT:      1 -> 3 [3:3]
+// CHECK-NEXT:      0 -> * [0:3]
+// CHECK-NEXT:      1 -> * [3:3]
 // CHECK-NEXT:    }
+// PER-RECEIVER-LABEL: m2n.refit @shard_to_replicate
+// PER-RECEIVER:         slices {
+// PER-RECEIVER-NEXT:      0 -> 2 [0:3]
+// PER-RECEIVER-NEXT:      1 -> 2 [3:3]
+// PER-RECEIVER-NEXT:      0 -> 3 [0:3]
+// PER-RECEIVER-NEXT:      1 -> 3 [3:3]
+// PER-RECEIVER-NEXT:    }
 m2n.refit @shard_to_replicate {
   m2n.mesh @train shape [2] ranks [0, 1]
   m2n.mesh @gen shape [2] ranks [2, 3]
@@ -82,14 +89,20 @@ m2n.refit @nested_uneven {
 // -----
 
 // Training and serving on the same ranks: what a rank already holds is a
-// local copy (sender = receiver) and is never sent.
+// local copy (sender = receiver) and is never sent; a fan-out slice stands
+// for those copies too.
 // CHECK-LABEL: m2n.refit @colocated
 // CHECK:         from <@all, [S(0)]> to <@all, [R]> : tensor<4xf32> slices {
-// CHECK-NEXT:      0 -> 0 [0:2]
-// CHECK-NEXT:      1 -> 0 [2:2]
-// CHECK-NEXT:      0 -> 1 [0:2]
-// CHECK-NEXT:      1 -> 1 [2:2]
+// CHECK-NEXT:      0 -> * [0:2]
+// CHECK-NEXT:      1 -> * [2:2]
 // CHECK-NEXT:    }
+// PER-RECEIVER-LABEL: m2n.refit @colocated
+// PER-RECEIVER:         from <@all, [S(0)]> to <@all, [R]> : tensor<4xf32> slices {
+// PER-RECEIVER-NEXT:      0 -> 0 [0:2]
+// PER-RECEIVER-NEXT:      1 -> 0 [2:2]
+// PER-RECEIVER-NEXT:      0 -> 1 [0:2]
+// PER-RECEIVER-NEXT:      1 -> 1 [2:2]
+// PER-RECEIVER-NEXT:    }
 // CHECK:         from <@all, [S(0)]> to <@swapped, [S(0)]> : tensor<4xf32> slices {
 // CHECK-NEXT:      1 -> 0 [2:2]
 // CHECK-NEXT:      0 -> 1 [0:2]

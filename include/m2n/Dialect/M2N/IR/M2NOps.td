@@ -166,6 +166,12 @@ def M2N_TransfersOp : M2N_Op<"transfers", [
       chunks of a region along a relay chain).
     - `forward` reads the box from the sender's destination shard: bytes
       that reached it in an earlier round, which it relays.
+    - `S -> * [box]` is a fan-out slice: one slice to every rank whose
+      destination box contains the box, from `S`, or a local copy where
+      that rank's own source box contains it. `m2n-decompose` writes them
+      for replicated destinations; `m2n-balance` and `m2n-relay` work on
+      them, and every other pass first writes out the slices they stand
+      for. They are read from a source shard in round 0.
 
     The verifier checks the table's structure (ranks below 2^20, rounds
     below 2^31, boxes within the tensor) and the layouts; `m2n-verify`
@@ -179,6 +185,10 @@ def M2N_TransfersOp : M2N_Op<"transfers", [
       1 -> 2 [4:4, 0:6]
       2 -> 3 [0:8, 0:6] forward round 1
     }
+    m2n.transfers %c from <@train, [S(0)]> to <@gen, [R]> : tensor<8x6xf32> slices {
+      0 -> * [0:4, 0:6]
+      1 -> * [4:4, 0:6]
+    }
     ```
   }];
   let arguments = (ins Variadic<AnyStaticShapeTensor>:$tensors,
@@ -191,6 +201,8 @@ def M2N_TransfersOp : M2N_Op<"transfers", [
     /// Columns of a slice row: sender, receiver, origin (0 source, 1
     /// destination), round, then offsets and sizes per tensor dimension.
     static int64_t rowWidth(int64_t tensorRank) { return 4 + 2 * tensorRank; }
+    /// The receiver column of a fan-out slice, printed `*`.
+    static constexpr int64_t kEveryHolder = -1;
     /// The shared type of the tensors.
     ::mlir::RankedTensorType getTensorType();
   }];

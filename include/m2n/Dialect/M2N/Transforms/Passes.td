@@ -16,8 +16,19 @@ def DecomposePass : Pass<"m2n-decompose", "mlir::ModuleOp"> {
     otherwise a transfer from the first rank that holds it. Regions are the
     intersections with the distinct source boxes, which are disjoint, so no
     byte reaches a rank twice.
+
+    A destination box that several ranks hold (replicas) gets one fan-out
+    slice `S -> * [box]` per region instead of one slice per holder: with
+    many replicas those would be most of the plan. `m2n-balance` and
+    `m2n-relay` work on fan-out slices; every other pass first replaces
+    them by the slices they stand for. `fan-out=false` writes those slices
+    at once.
   }];
   let dependentDialects = ["::m2n::M2NDialect"];
+  let options = [
+    Option<"fanOut", "fan-out", "bool", /*default=*/"true",
+           "One fan-out slice per region of a replicated destination box">,
+  ];
   let statistics = [
     Statistic<"numGroups", "groups", "Distinct decompositions computed">,
     Statistic<"numRemoteSlices", "remote-slices", "Slices sent between ranks">,

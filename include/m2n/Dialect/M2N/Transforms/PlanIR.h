@@ -93,14 +93,24 @@ private:
   llvm::DenseMap<mlir::Operation *, PendingSchedule> schedules;
 };
 
+/// What a pass does with fan-out slices (`S -> * [box]`): works on them,
+/// or needs the slices they stand for.
+enum class FanOuts { Keep, Expand };
+
 /// Runs `transform` on the plan of every refit in `module`, taken from
-/// `cache`, and when that succeeds writes the plan back to IR, leaving the
+/// `cache`, with its fan-out slices expanded first unless `fanOuts` keeps
+/// them, and when that succeeds writes the plan back to IR, leaving the
 /// cache equal to it. A schedule recorded for the plan is dropped before
-/// `transform` runs (which may record another). Stops at the first failure; the caller then must not
-/// preserve the cache.
+/// `transform` runs (which may record another). Stops at the first
+/// failure; the caller then must not preserve the cache.
 mlir::LogicalResult transformPlans(
     mlir::ModuleOp module, PlanCache &cache,
-    llvm::function_ref<mlir::LogicalResult(RefitOp, plan::Plan &)> transform);
+    llvm::function_ref<mlir::LogicalResult(RefitOp, plan::Plan &)> transform,
+    FanOuts fanOuts = FanOuts::Expand);
+
+/// Replaces the fan-out slices of `plan`, the plan of `refit`, by the
+/// slices they stand for; fails, with a diagnostic, where one cannot be.
+mlir::LogicalResult expandFanOuts(RefitOp refit, plan::Plan &plan);
 
 /// Fails, with a diagnostic, when the refit already has messages: `pass`
 /// rewrites slice tables, which would leave the messages' parts stale.
