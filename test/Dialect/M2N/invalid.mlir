@@ -404,3 +404,34 @@ m2n.refit @r {
     step 0 : 2 -> 2 bytes 4 parts [g0 s1 m0..1]
   }
 }
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @m shape [2] ranks [0, 1]
+  %a = m2n.tensor "a" : tensor<4xf32>
+  // expected-error @+1 {{slice 0 goes to every holder (*) but is not read from a source shard in round 0}}
+  m2n.transfers %a from <@m, [R]> to <@m, [R]> : tensor<4xf32> slices {
+    0 -> * [0:4] forward round 1
+  }
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @m shape [2] ranks [0, 1]
+  %a = m2n.tensor "a" : tensor<4xf32>
+  // expected-error @+1 {{slice 0 goes to every holder (*) but is not read from a source shard in round 0}}
+  m2n.transfers %a from <@m, [R]> to <@m, [R]> : tensor<4xf32> slices {
+    0 -> * [0:4] round 2
+  }
+}
+
+// -----
+
+m2n.refit @r {
+  m2n.mesh @m shape [2] ranks [0, 1]
+  %a = m2n.tensor "a" : tensor<4xf32>
+  // expected-error @+1 {{slice 0: rank -1 is negative}}
+  "m2n.transfers"(%a) <{src = #m2n.layout<@m, [R]>, dst = #m2n.layout<@m, [R]>, slices = array<i64: -1, -1, 0, 0, 0, 4>}> : (tensor<4xf32>) -> ()
+}

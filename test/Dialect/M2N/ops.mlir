@@ -132,3 +132,21 @@ m2n.refit @plan attributes {num_steps = 2, staging_budget = 1024} {
     step 1 : 2 -> 3 bytes 192 zero_copy parts [g0 s2 m0..1]
   }
 }
+
+// -----
+
+// Fan-out slices, to every holder of the destination box, round-trip.
+// CHECK-LABEL: m2n.refit @fan_out
+// CHECK:         m2n.transfers %{{.*}} from <@train, [S(0)]> to <@gen, [R]> : tensor<8xf32> slices {
+// CHECK-NEXT:      0 -> * [0:4]
+// CHECK-NEXT:      1 -> * [4:4]
+// CHECK-NEXT:    }
+m2n.refit @fan_out {
+  m2n.mesh @train shape [2] ranks [0, 1]
+  m2n.mesh @gen shape [2] ranks [2, 3]
+  %w = m2n.tensor "w" : tensor<8xf32>
+  m2n.transfers %w from <@train, [S(0)]> to <@gen, [R]> : tensor<8xf32> slices {
+    0 -> * [0:4]
+    1 -> * [4:4]
+  }
+}

@@ -126,3 +126,18 @@ m2n.refit @not_decomposed {
   m2n.reshard %a from <@m, [R]> to <@m, [R]> : tensor<4xf32>
 }
 // expected-error @-5 {{refit @not_decomposed has reshards left; run m2n-decompose first}}
+
+// -----
+
+// Fan-out slices are checked as the slices they stand for: rank 2 holds
+// the source box and copies it locally, which is sound; rank 3 would get
+// it from rank 1, which is not on the source mesh.
+// expected-error @+1 {{the plan of refit @fan_out is unsound: tensor 'w': slice [0:4] from rank 1 to rank 3 (round 0): rank 1 is not on the source mesh 'train'}}
+m2n.refit @fan_out {
+  m2n.mesh @train shape [2] ranks [0, 2]
+  m2n.mesh @gen shape [2] ranks [2, 3]
+  %w = m2n.tensor "w" : tensor<4xf32>
+  m2n.transfers %w from <@train, [R]> to <@gen, [R]> : tensor<4xf32> slices {
+    1 -> * [0:4]
+  }
+}
