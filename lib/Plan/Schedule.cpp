@@ -525,18 +525,31 @@ private:
 /// Stored as one list, message after message.
 class Dependencies {
 public:
-  explicit Dependencies(const Plan &plan)
+  Dependencies(const Plan &plan, llvm::ThreadPoolInterface *pool)
       : start(plan.messages.size() + 1, 0) {
     indexRecords(plan);
     indexArrivals(plan);
-    for (size_t m = 0; m < plan.messages.size(); ++m) {
-      size_t first = list.size();
-      for (const MessagePart &part : plan.messages[m].parts)
-        addInputs(plan, m, part);
-      std::sort(list.begin() + first, list.end());
-      list.erase(std::unique(list.begin() + first, list.end()), list.end());
-      start[m + 1] = list.size();
-    }
+    // The messages look for their inputs by chunks, on the pool, each chunk
+    // into a list of its own; the lists then join in message order.
+    constexpr size_t kChunk = size_t{1} << 14;
+    size_t count = plan.messages.size();
+    std::vector<std::vector<uint32_t>> lists((count + kChunk - 1) / kChunk);
+    forEachIndex(lists.size(), pool, [&](size_t c) {
+      std::vector<uint32_t> &own = lists[c];
+      for (size_t m = c * kChunk; m < std::min(count, (c + 1) * kChunk); ++m) {
+        size_t first = own.size();
+        for (const MessagePart &part : plan.messages[m].parts)
+          addInputs(plan, m, part, own);
+        std::sort(own.begin() + first, own.end());
+        own.erase(std::unique(own.begin() + first, own.end()), own.end());
+        start[m + 1] = own.size() - first;
+      }
+    });
+    for (size_t m = 0; m < count; ++m)
+      start[m + 1] += start[m];
+    list.reserve(start.back());
+    for (const std::vector<uint32_t> &own : lists)
+      list.insert(list.end(), own.begin(), own.end());
   }
 
   llvm::ArrayRef<uint32_t> of(size_t m) const {
@@ -583,8 +596,10 @@ private:
     }
   }
 
-  /// Adds the messages that bring message m's forwarded part to its sender.
-  void addInputs(const Plan &plan, size_t m, const MessagePart &part) {
+  /// Adds the messages that bring message m's forwarded part to its
+  /// sender to `out`.
+  void addInputs(const Plan &plan, size_t m, const MessagePart &part,
+                 std::vector<uint32_t> &out) const {
     const TransferGroup &group = plan.groups[part.group];
     const Slice &slice = group.slices[part.slice];
     if (slice.origin != Origin::Destination)
@@ -596,7 +611,7 @@ private:
       for (const Record &record : records.of(part.group, j))
         if (record.begin < part.memberEnd && part.memberBegin < record.end &&
             record.message != m)
-          list.push_back(record.message);
+          out.push_back(record.message);
     });
   }
 
@@ -819,16 +834,20 @@ struct ListOrder {
     // sender's first message goes to the lowest receiver; then the largest,
     // which pack worst.
     int64_t world = std::max<int64_t>(1, plan.worldSize());
-    auto key = [&](uint32_t m) {
+    // The keys are made once and sorted together with their messages: a
+    // comparison then reads two keys side by side, not four tables each.
+    using Key = std::tuple<int64_t, uint32_t, int64_t, int64_t, uint32_t>;
+    std::vector<Key> keys(count);
+    for (uint32_t m = 0; m < count; ++m) {
       const Message &message = plan.messages[m];
       int64_t turn =
           ((message.receiver - message.sender) % world + world) % world;
-      return std::make_tuple(-chains[m], need[m], turn, -message.bytes, m);
-    };
+      keys[m] = {-chains[m], need[m], turn, -message.bytes, m};
+    }
+    llvm::sort(keys);
     messageAt.resize(count);
-    std::iota(messageAt.begin(), messageAt.end(), 0);
-    llvm::sort(messageAt,
-               [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    for (size_t p = 0; p < count; ++p)
+      messageAt[p] = std::get<4>(keys[p]);
     std::vector<uint32_t> placeOf(count);
     for (size_t p = 0; p < count; ++p)
       placeOf[messageAt[p]] = static_cast<uint32_t>(p);
@@ -1041,7 +1060,7 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
              ScheduleStats &stats) {
   if (plan.messages.empty())
     return 0;
-  Dependencies dependencies(plan);
+  Dependencies dependencies(plan, pool);
   bool forwards = byRound.size() > 1;
   std::vector<int64_t> chains(plan.messages.size(), 1);
   if (forwards) {
@@ -1104,10 +1123,18 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
     listSeconds[i] = placed.seconds;
     best.offer(firstListIndex + i, std::move(placed));
   };
+  // The order by share for the last list schedule below, made here too.
+  std::optional<ListOrder> byShare;
+  std::optional<ListFootprints> shareFootprints;
   std::array<std::function<void()>, 3> first = {
       [&] {
         placeCounts(plan, byRound, forwards ? &dependencies : nullptr, chains,
                     budget, model, counts, busiest, best);
+        if (forwards) {
+          byShare.emplace(plan, dependencies, byRound, rounds, chains,
+                          ListOrder::NeedBy::Share);
+          shareFootprints.emplace(plan, *byShare, fewest);
+        }
       },
       [&] {
         if (forwards)
@@ -1123,16 +1150,24 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
       }};
   forEachIndex(first.size(), pool, [&](size_t i) { first[i](); });
   // A list schedule looks at every waiting message in every step, most of
-  // them at a glance: the counts tried stop after a few seconds' worth.
-  // They go two at a time, and the looks so far are counted between two
-  // such waves, so that how many run does not depend on the threads.
-  constexpr double kMostLooks = 2e8;
+  // them at a glance, and at 2,048 ranks one takes a second: the lists
+  // tried stop before their looks would pass kMostLooks, each counted as
+  // many as the first list's (later ones, with more steps, take more).
+  // They go two at a time, and the looks are counted between two such
+  // waves, so that how many run does not depend on the threads. On the
+  // largest plans rounds in lockstep win anyway (DeepSeek-V3 fsdp1024 ->
+  // dp16,ep64: 0.653 s against 0.681 s for the best of eight lists).
+  constexpr double kMostLooks = 1e8;
   constexpr size_t kWave = 2;
   double looks = firstLooks;
-  for (size_t begin = 1; begin < listCounts.size() && looks <= kMostLooks;
-       begin += kWave) {
-    std::array<double, kWave> waveLooks{};
+  auto withinLooks = [&](size_t lists) {
+    return looks + static_cast<double>(lists) * firstLooks <= kMostLooks;
+  };
+  for (size_t begin = 1; begin < listCounts.size(); begin += kWave) {
     size_t size = std::min(kWave, listCounts.size() - begin);
+    if (!withinLooks(size))
+      break;
+    std::array<double, kWave> waveLooks{};
     forEachIndex(size, pool,
                  [&](size_t i) { list(begin + i, waveLooks[i]); });
     for (double each : waveLooks)
@@ -1143,15 +1178,12 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   // pair: with pairs of very unequal lengths, needs by place send the first
   // messages of every short pair before the second of any long one, and
   // the pipeline fills unevenly.
-  if (forwards) {
+  if (forwards && withinLooks(1)) {
     size_t fastest = static_cast<size_t>(
         llvm::min_element(listSeconds) - listSeconds.begin());
-    ListOrder byShare(plan, dependencies, byRound, rounds, chains,
-                      ListOrder::NeedBy::Share);
-    ListFootprints shareFootprints(plan, byShare, fewest);
     double shareLooks = 0;
     best.offer(firstListIndex + listCounts.size(),
-               listSchedule(plan, byShare, shareFootprints, budget, model,
+               listSchedule(plan, *byShare, *shareFootprints, budget, model,
                             listCounts[fastest], busiest, shareLooks));
   }
 
