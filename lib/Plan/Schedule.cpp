@@ -1150,24 +1150,16 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
       }};
   forEachIndex(first.size(), pool, [&](size_t i) { first[i](); });
   // A list schedule looks at every waiting message in every step, most of
-  // them at a glance, and at 2,048 ranks one takes a second: the lists
-  // tried stop before their looks would pass kMostLooks, each counted as
-  // many as the first list's (later ones, with more steps, take more).
-  // They go two at a time, and the looks are counted between two such
-  // waves, so that how many run does not depend on the threads. On the
-  // largest plans rounds in lockstep win anyway (DeepSeek-V3 fsdp1024 ->
-  // dp16,ep64: 0.653 s against 0.681 s for the best of eight lists).
-  constexpr double kMostLooks = 1e8;
+  // them at a glance: the counts tried stop after a few seconds' worth.
+  // They go two at a time, and the looks so far are counted between two
+  // such waves, so that how many run does not depend on the threads.
+  constexpr double kMostLooks = 2e8;
   constexpr size_t kWave = 2;
   double looks = firstLooks;
-  auto withinLooks = [&](size_t lists) {
-    return looks + static_cast<double>(lists) * firstLooks <= kMostLooks;
-  };
-  for (size_t begin = 1; begin < listCounts.size(); begin += kWave) {
-    size_t size = std::min(kWave, listCounts.size() - begin);
-    if (!withinLooks(size))
-      break;
+  for (size_t begin = 1; begin < listCounts.size() && looks <= kMostLooks;
+       begin += kWave) {
     std::array<double, kWave> waveLooks{};
+    size_t size = std::min(kWave, listCounts.size() - begin);
     forEachIndex(size, pool,
                  [&](size_t i) { list(begin + i, waveLooks[i]); });
     for (double each : waveLooks)
@@ -1178,7 +1170,7 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   // pair: with pairs of very unequal lengths, needs by place send the first
   // messages of every short pair before the second of any long one, and
   // the pipeline fills unevenly.
-  if (forwards && withinLooks(1)) {
+  if (forwards) {
     size_t fastest = static_cast<size_t>(
         llvm::min_element(listSeconds) - listSeconds.begin());
     double shareLooks = 0;
