@@ -802,6 +802,52 @@ namespace {
 /// What a list schedule needs of the plan's dependencies: the messages
 /// waiting on each message, how many each waits for, and the order in which
 /// ready messages are taken.
+/// The turn of each message among its sender's messages of its round, for
+/// the list order: with the round's R receivers and S senders each in rank
+/// order, a sender at place i starts at the receiver at place i * R / S
+/// and goes on from there, wrapping around. Where every rank sends to
+/// others (S = R), each starts at itself and goes on to the next ranks, as
+/// a ring does; where few senders feed many receivers (8 trainers, 24
+/// serving ranks), their starts spread over all receivers, so that the
+/// first step reaches every receiver, and each can forward in the next
+/// what it got, instead of the first few receivers and the rest idling
+/// while the pipeline fills.
+class SenderTurns {
+public:
+  SenderTurns(const Plan &plan, const std::vector<int64_t> &rounds) {
+    for (size_t m = 0; m < plan.messages.size(); ++m) {
+      Round &round = byRound[rounds[m]];
+      round.senders.push_back(plan.messages[m].sender);
+      round.receivers.push_back(plan.messages[m].receiver);
+    }
+    for (auto &[number, round] : byRound)
+      for (std::vector<int64_t> *ranks : {&round.senders, &round.receivers}) {
+        llvm::sort(*ranks);
+        ranks->erase(llvm::unique(*ranks), ranks->end());
+      }
+  }
+
+  /// The turn of `message`, of round `round`: 0 goes first.
+  int64_t of(const Message &message, int64_t round) const {
+    const Round &ranks = byRound.find(round)->second;
+    auto place = [](const std::vector<int64_t> &list, int64_t rank) {
+      return static_cast<int64_t>(
+          std::lower_bound(list.begin(), list.end(), rank) - list.begin());
+    };
+    int64_t receivers = static_cast<int64_t>(ranks.receivers.size());
+    int64_t senders = static_cast<int64_t>(ranks.senders.size());
+    int64_t start = place(ranks.senders, message.sender) * receivers / senders;
+    return (place(ranks.receivers, message.receiver) - start + receivers) %
+           receivers;
+  }
+
+private:
+  struct Round {
+    std::vector<int64_t> senders, receivers;
+  };
+  std::map<int64_t, Round> byRound;
+};
+
 struct ListOrder {
   /// The message at each place in the order: lower places go first. The
   /// rest is by place too, so that a list schedule, which reads the ready
@@ -829,20 +875,18 @@ struct ListOrder {
     std::vector<uint32_t> need =
         neededAt(plan, dependencies, byRound, rounds, needBy);
     // Longest chains first: they decide how late the last forward arrives.
-    // Among equals, what is needed first, and then each sender starts at
-    // another receiver (the next one after it, onwards), so that not every
-    // sender's first message goes to the lowest receiver; then the largest,
-    // which pack worst.
-    int64_t world = std::max<int64_t>(1, plan.worldSize());
+    // Among equals, what is needed first, and then each sender takes its
+    // receivers in turn from a start of its own (SenderTurns); then the
+    // largest, which pack worst.
+    SenderTurns turns(plan, rounds);
     // The keys are made once and sorted together with their messages: a
     // comparison then reads two keys side by side, not four tables each.
     using Key = std::tuple<int64_t, uint32_t, int64_t, int64_t, uint32_t>;
     std::vector<Key> keys(count);
     for (uint32_t m = 0; m < count; ++m) {
       const Message &message = plan.messages[m];
-      int64_t turn =
-          ((message.receiver - message.sender) % world + world) % world;
-      keys[m] = {-chains[m], need[m], turn, -message.bytes, m};
+      keys[m] = {-chains[m], need[m], turns.of(message, rounds[m]),
+                 -message.bytes, m};
     }
     llvm::sort(keys);
     messageAt.resize(count);
