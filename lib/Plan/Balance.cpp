@@ -194,7 +194,8 @@ void collectGroupRegions(const Plan &plan, size_t g, const RankTable &table,
                             : 0;
     int32_t sender = table.index(slice.sender);
     loads.before[sender] += weight;
-    int32_t id = within && isBalanced(slice) ? containingSourceBox(src, slice) : -1;
+    int32_t id =
+        within && isBalanced(slice) ? containingSourceBox(src, slice) : -1;
     llvm::ArrayRef<int64_t> holders =
         id >= 0 ? src.holders(id) : llvm::ArrayRef<int64_t>();
     if (holders.empty()) {

@@ -41,12 +41,13 @@ std::vector<std::vector<Piece>> piecesByBox(const LayoutIndex &src,
   return pieces;
 }
 
-/// Counts `slice`, for every member of `group`, into `stats`.
-void count(const TransferGroup &group, const Slice &slice,
+/// Counts a slice of `box`, a local copy or not, for every member of
+/// `group`, into `stats`.
+void count(const TransferGroup &group, const Box &box, bool localCopy,
            DecomposeStats &stats) {
   int64_t members = static_cast<int64_t>(group.members.size());
-  int64_t bytes = sliceBytes(group, slice) * members;
-  if (slice.isLocalCopy()) {
+  int64_t bytes = box.volume() * group.elementBytes() * members;
+  if (localCopy) {
     stats.localCopies += members;
     stats.localBytes += bytes;
   } else {
@@ -78,10 +79,7 @@ std::vector<Slice> decomposeGroup(const Plan &plan, const TransferGroup &group,
       slice.receiver = kEveryHolder;
       slice.box = piece.box;
       index.forEachDelivery(slice, [&](int64_t sender, int64_t receiver) {
-        Slice one = slice;
-        one.sender = sender;
-        one.receiver = receiver;
-        count(group, one, stats);
+        count(group, slice.box, sender == receiver, stats);
       });
     }
   }
@@ -99,7 +97,7 @@ std::vector<Slice> decomposeGroup(const Plan &plan, const TransferGroup &group,
                          ? receiver
                          : src.holders(piece.srcId).front();
       slice.box = piece.box;
-      count(group, slice, stats);
+      count(group, slice.box, slice.isLocalCopy(), stats);
     }
   }
   sortSlices(slices);

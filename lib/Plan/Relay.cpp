@@ -31,8 +31,8 @@
 
 #include "FanOut.h"
 
-#include "m2n/Plan/Decompose.h"
 #include "m2n/Plan/Coalesce.h"
+#include "m2n/Plan/Decompose.h"
 #include "m2n/Support/Assert.h"
 
 #include "llvm/ADT/DenseMap.h"

@@ -816,7 +816,7 @@ namespace {
 class SenderTurns {
 public:
   /// Where senders start: spread over the receivers as above, or each at
-  /// the rank after itself (`ring`), which lines up senders that feed the
+  /// the rank after itself (Ring), which lines up senders that feed the
   /// same receivers: where a forward passes on a chunk of every trainer,
   /// its owner then has all it waits on early.
   enum class Start { Spread, Ring };
@@ -824,6 +824,8 @@ public:
   SenderTurns(const Plan &plan, const std::vector<int64_t> &rounds,
               Start how)
       : how(how), world(std::max<int64_t>(1, plan.worldSize())) {
+    if (how == Start::Ring)
+      return;
     for (size_t m = 0; m < plan.messages.size(); ++m) {
       Round &round = byRound[rounds[m]];
       round.senders.push_back(plan.messages[m].sender);
