@@ -800,9 +800,6 @@ static Schedule placeMessages(
 }
 
 namespace {
-/// What a list schedule needs of the plan's dependencies: the messages
-/// waiting on each message, how many each waits for, and the order in which
-/// ready messages are taken.
 /// The turn of each message among its sender's messages of its round, for
 /// the list order: with the round's R receivers and S senders each in rank
 /// order, a sender at place i starts at the receiver at place i * R / S
@@ -863,6 +860,9 @@ private:
   std::map<int64_t, Round> byRound;
 };
 
+/// What a list schedule needs of the plan's dependencies: the messages
+/// waiting on each message, how many each waits for, and the order in which
+/// ready messages are taken.
 struct ListOrder {
   /// The message at each place in the order: lower places go first. The
   /// rest is by place too, so that a list schedule, which reads the ready
