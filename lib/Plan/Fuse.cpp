@@ -608,19 +608,31 @@ FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
   Traffic traffic = trafficOf(plan);
   if (!traffic.forwards || !schedule.model)
     return fuse(plan, options);
+  auto withBucket = [&](int64_t bytes) {
+    FuseOptions smaller = options;
+    smaller.bucketBytes = bytes;
+    smaller.zeroCopyBytes = bytes;
+    return smaller;
+  };
+  auto fewEnough = [&](int64_t bucket) {
+    return traffic.total / bucket <= kMostMessages;
+  };
+  // Halved buckets, from half of options' down to over the smallest (the
+  // busiest rank's bytes over kPipelineMessages), while each schedules
+  // faster than the one before; the smallest always; then the chunks.
+  int64_t smallest = std::max<int64_t>(1, traffic.busiest / kPipelineMessages);
+  std::vector<FuseOptions> halvings;
+  for (int64_t bucket = options.bucketBytes / 2;
+       bucket > smallest && fewEnough(bucket); bucket /= 2)
+    halvings.push_back(withBucket(bucket));
   std::vector<FuseOptions> tries;
-  FuseOptions smaller = options;
-  smaller.bucketBytes =
-      std::max<int64_t>(1, traffic.busiest / kPipelineMessages);
-  smaller.zeroCopyBytes = smaller.bucketBytes;
-  if (2 * smaller.bucketBytes <= options.bucketBytes &&
-      traffic.total / smaller.bucketBytes <= kMostMessages)
-    tries.push_back(smaller);
+  if (2 * smallest <= options.bucketBytes && fewEnough(smallest))
+    tries.push_back(withBucket(smallest));
   FuseOptions chunked = options;
   chunked.pairChunks = kPipelineChunks;
   if (traffic.pairs * kPipelineChunks <= kMostMessages)
     tries.push_back(chunked);
-  if (tries.empty())
+  if (tries.empty() && halvings.empty())
     return fuse(plan, options);
 
   const Plan unfused = plan;
@@ -633,17 +645,29 @@ FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
   Trial best = scheduled(plan, schedule);
   if (best.seconds > kNearBound * schedule.model->lowerBound(unfused)) {
     double fastest = kClearWin * best.seconds;
-    for (const FuseOptions &each : tries) {
+    // Tries `each`, keeps it when it wins clearly, and says how fast it is.
+    auto attempt = [&](const FuseOptions &each) {
       Plan tried = unfused;
       FuseStats triedStats = fuse(tried, each);
       Trial trial = scheduled(tried, schedule);
-      if (trial.seconds < fastest) {
-        fastest = trial.seconds;
+      double seconds = trial.seconds;
+      if (seconds < fastest) {
+        fastest = seconds;
         best = std::move(trial);
         plan = std::move(tried);
         stats = triedStats;
       }
+      return seconds;
+    };
+    double last = best.seconds;
+    for (const FuseOptions &each : halvings) {
+      double seconds = attempt(each);
+      if (seconds >= last)
+        break;
+      last = seconds;
     }
+    for (const FuseOptions &each : tries)
+      attempt(each);
   }
   if (result)
     *result = std::move(best.scheduled);
