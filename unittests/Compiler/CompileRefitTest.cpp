@@ -179,3 +179,28 @@ TEST(CompileRefitErrorTest, BadTopologyFile) {
 }
 
 } // namespace
+
+TEST(CompileRefitFuseTest, FindsABucketBetweenTheEnds) {
+  // 32 trainers into 12 TP8 replicas: at the model's bucket the forwards
+  // start late, at the finest one (the busiest rank's bytes over 512)
+  // their latencies add up, and a quarter of the bucket beats both. The
+  // bucket chosen must beat the model's clearly (as fuse keeps a finer one
+  // only then), as it did not when fuse tried the two ends alone.
+  mlir::MLIRContext context;
+  context.loadDialect<M2NDialect>();
+  spec::RefitSpec spec = presetSpec("llama-3-8b", "fsdp32", "dp12,tp8");
+  auto compile = [&](int64_t bucketBytes) {
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        importRefitSpec(spec, "test", &context);
+    CompilePipelineOptions options;
+    options.bucketBytes = bucketBytes;
+    mlir::FailureOr<CompiledRefit> compiled = compileRefit(*module, options);
+    EXPECT_TRUE(mlir::succeeded(compiled));
+    return mlir::succeeded(compiled) ? compiled->cost : plan::PlanCost();
+  };
+  plan::PlanCost chosen = compile(0);
+  plan::PlanCost model = compile(plan::CostModel().defaultBucketBytes());
+  ASSERT_GT(model.predictedSeconds, 0);
+  EXPECT_LT(chosen.predictedSeconds, 0.97 * model.predictedSeconds);
+  EXPECT_GT(chosen.messages, model.messages);
+}
