@@ -54,6 +54,14 @@ struct Piece {
   Box box;
 };
 
+/// Where a region goes: whole from `sender` when `pieces` is empty, which
+/// most are (a region's box is not copied for them: a plan has millions),
+/// else in its pieces.
+struct Assignment {
+  int32_t sender = 0;
+  std::vector<Piece> pieces;
+};
+
 /// Ranks numbered densely, so that loads live in a vector.
 class RankTable {
 public:
@@ -264,11 +272,21 @@ int64_t idealMaxSendBytes(const std::vector<Region> &regions,
     weightOfSet[{static_cast<int32_t>(rank)}] += fixed.soleHolder[rank];
     all.push_back(static_cast<int32_t>(rank));
   }
+  // Regions come in runs with the same holders (a replicated region, one
+  // per receiver), which add to the entry of the run's first.
+  const std::vector<int32_t> *lastHolders = nullptr;
+  int64_t *lastWeight = nullptr;
   for (const Region &region : regions) {
-    std::vector<int32_t> set = region.holders;
-    std::sort(set.begin(), set.end());
-    weightOfSet[set] += region.weight;
-    all.insert(all.end(), set.begin(), set.end());
+    if (!lastHolders || region.holders != *lastHolders) {
+      std::vector<int32_t> set = region.holders;
+      std::sort(set.begin(), set.end());
+      auto [it, inserted] = weightOfSet.try_emplace(set, 0);
+      if (inserted)
+        all.insert(all.end(), set.begin(), set.end());
+      lastHolders = &region.holders;
+      lastWeight = &it->second;
+    }
+    *lastWeight += region.weight;
     if (!region.splittable)
       bound = std::max(bound, region.weight);
   }
@@ -292,7 +310,7 @@ int64_t idealMaxSendBytes(const std::vector<Region> &regions,
   return bound;
 }
 
-/// The greedy. Returns the pieces of every region, indexed like `regions`.
+/// The greedy: place() says where each region goes, in turn.
 class Balancer {
 public:
   Balancer(const Plan &plan, std::vector<int64_t> load, int64_t target)
@@ -301,13 +319,13 @@ public:
       currentMax = std::max(currentMax, bytes);
   }
 
-  std::vector<Piece> place(const Region &region);
+  Assignment place(const Region &region);
   /// The busiest sender's bytes, with the regions placed so far.
   int64_t maxLoad() const { return currentMax; }
 
 private:
-  /// The holders by increasing load, then mesh order.
-  std::vector<int32_t> byLoad(const Region &region) const;
+  /// The holders by increasing load, then mesh order, in `ordered`.
+  const std::vector<int32_t> &byLoad(const Region &region);
   void assign(int32_t rank, int64_t bytes) {
     load[rank] += bytes;
     currentMax = std::max(currentMax, load[rank]);
@@ -319,30 +337,29 @@ private:
   /// The level that a whole region may raise the busiest sender to without
   /// a split: the lower bound; the current maximum once above it.
   int64_t target;
+  /// byLoad's answer, kept to spare an allocation per region.
+  std::vector<int32_t> ordered;
 };
 
-std::vector<int32_t> Balancer::byLoad(const Region &region) const {
-  std::vector<int32_t> order(region.holders.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = static_cast<int32_t>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return load[region.holders[a]] < load[region.holders[b]];
+const std::vector<int32_t> &Balancer::byLoad(const Region &region) {
+  // The holders themselves, stably by load: the same order as sorting
+  // their places, with no table of places.
+  ordered.assign(region.holders.begin(), region.holders.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [&](int32_t a, int32_t b) {
+    return load[a] < load[b];
   });
-  std::vector<int32_t> ranks;
-  for (int32_t i : order)
-    ranks.push_back(region.holders[i]);
-  return ranks;
+  return ordered;
 }
 
-std::vector<Piece> Balancer::place(const Region &region) {
+Assignment Balancer::place(const Region &region) {
   const TransferGroup &group = plan.groups[region.group];
   const Box &box = group.slices[region.slice].box;
-  std::vector<int32_t> holders = byLoad(region);
+  const std::vector<int32_t> &holders = byLoad(region);
   int64_t wholePeak = load[holders.front()] + region.weight;
   int64_t level = std::max(currentMax, target);
   if (!region.splittable || wholePeak <= level) {
     assign(holders.front(), region.weight);
-    return {Piece{holders.front(), box}};
+    return {holders.front(), {}};
   }
 
   // torch.chunk into k pieces gives `full` pieces of `c` units and one of
@@ -367,7 +384,8 @@ std::vector<Piece> Balancer::place(const Region &region) {
       break;
   }
 
-  std::vector<Piece> pieces;
+  Assignment assignment;
+  std::vector<Piece> &pieces = assignment.pieces;
   for (int64_t i = 0; i < bestK; ++i) {
     Chunk part = chunk(extent, bestK, i);
     if (part.size == 0)
@@ -379,28 +397,39 @@ std::vector<Piece> Balancer::place(const Region &region) {
     assign(sender, part.size * unitBytes);
     pieces.push_back(Piece{sender, std::move(pieceBox)});
   }
-  return pieces;
+  assignment.sender = pieces.front().sender;
+  return assignment;
 }
 
-/// Whether `pieces` leave `slice` as it is: one piece, from its sender.
+/// Whether `assignment` leaves `slice` as it is: whole, or in one piece of
+/// its box, from its sender.
 bool keepsSlice(const Slice &slice, const RankTable &table,
-                const std::vector<Piece> &pieces) {
+                const Assignment &assignment) {
+  const std::vector<Piece> &pieces = assignment.pieces;
+  if (pieces.empty())
+    return table.rank(assignment.sender) == slice.sender;
   return pieces.size() == 1 && table.rank(pieces[0].sender) == slice.sender &&
          pieces[0].box == slice.box;
 }
 
-/// `slices` with the balanced ones replaced by their pieces.
+/// `slices` with the balanced ones replaced by their assignments.
 std::vector<Slice>
 withPieces(const std::vector<Slice> &slices, const RankTable &table,
-           const std::vector<const std::vector<Piece> *> &piecesOf) {
+           const std::vector<const Assignment *> &assignmentOf) {
   std::vector<Slice> result;
   result.reserve(slices.size());
   for (size_t i = 0; i < slices.size(); ++i) {
-    if (!piecesOf[i]) {
+    const Assignment *assignment = assignmentOf[i];
+    if (!assignment) {
       result.push_back(slices[i]);
       continue;
     }
-    for (const Piece &piece : *piecesOf[i]) {
+    if (assignment->pieces.empty()) {
+      result.push_back(slices[i]);
+      result.back().sender = table.rank(assignment->sender);
+      continue;
+    }
+    for (const Piece &piece : assignment->pieces) {
       Slice &part = result.emplace_back(slices[i]);
       part.sender = table.rank(piece.sender);
       part.box = piece.box;
@@ -409,30 +438,30 @@ withPieces(const std::vector<Slice> &slices, const RankTable &table,
   return result;
 }
 
-/// Rewrites the balanced slices with their pieces' senders and boxes. A
-/// group whose regions all keep their sender and box is only sorted, as a
-/// rewritten one is.
+/// Rewrites the balanced slices with their assignments' senders and boxes.
+/// A group whose regions all keep their sender and box is only sorted, as
+/// a rewritten one is.
 void applyPieces(Plan &plan, const RankTable &table,
                  const std::vector<Region> &regions,
-                 const std::vector<std::vector<Piece>> &pieces) {
-  std::vector<std::vector<const std::vector<Piece> *>> piecesOf(
+                 const std::vector<Assignment> &assignments) {
+  std::vector<std::vector<const Assignment *>> assignmentOf(
       plan.groups.size());
   std::vector<bool> changed(plan.groups.size(), false);
   for (size_t r = 0; r < regions.size(); ++r) {
     const Region &region = regions[r];
     const std::vector<Slice> &slices = plan.groups[region.group].slices;
-    if (keepsSlice(slices[region.slice], table, pieces[r]))
+    if (keepsSlice(slices[region.slice], table, assignments[r]))
       continue;
-    std::vector<const std::vector<Piece> *> &of = piecesOf[region.group];
+    std::vector<const Assignment *> &of = assignmentOf[region.group];
     if (of.empty())
       of.assign(slices.size(), nullptr);
-    of[region.slice] = &pieces[r];
+    of[region.slice] = &assignments[r];
     changed[region.group] = true;
   }
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     std::vector<Slice> &slices = plan.groups[g].slices;
     if (changed[g])
-      slices = withPieces(slices, table, piecesOf[g]);
+      slices = withPieces(slices, table, assignmentOf[g]);
     sortSlices(slices);
   }
 }
@@ -462,12 +491,12 @@ BalanceStats m2n::plan::balance(Plan &plan, const BalanceOptions &options) {
   });
 
   Balancer balancer(plan, fixedLoad, stats.idealMaxSendBytes);
-  std::vector<std::vector<Piece>> pieces(regions.size());
+  std::vector<Assignment> assignments(regions.size());
   for (size_t r : order) {
-    pieces[r] = balancer.place(regions[r]);
-    stats.splitRegions += pieces[r].size() > 1;
+    assignments[r] = balancer.place(regions[r]);
+    stats.splitRegions += assignments[r].pieces.size() > 1;
   }
-  applyPieces(plan, table, regions, pieces);
+  applyPieces(plan, table, regions, assignments);
   stats.maxSendBytesAfter = balancer.maxLoad();
   return stats;
 }
