@@ -127,9 +127,11 @@ def FusePass : Pass<"m2n-fuse", "mlir::ModuleOp"> {
     message each way. A pair's forwards are packed root after root (the
     source-side rank their bytes left from). Without an explicit
     `bucket-bytes`, a plan that forwards is also fused in messages of its
-    busiest rank's bytes over 512, and in 32 chunks per pair and root
-    (a forward passing on one chunk of every root); the finer messages are
-    kept where the cost model, scheduling each, finds them clearly faster.
+    busiest rank's bytes over 512, in buckets halved from the model's while
+    each halving schedules faster than the last, and in 32 chunks per pair
+    and root (a forward passing on one chunk of every root); the finer
+    messages are kept where the cost model, scheduling each, finds them
+    clearly faster.
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
