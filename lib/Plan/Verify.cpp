@@ -327,12 +327,12 @@ void Verifier::checkSlice(size_t g, size_t i) {
           (id < 0 ? std::string("nothing") : context.dst->box(id).str()) + ")");
   }
 
-  int32_t dstId = context.dst->boxOf(slice.receiver);
   if (slice.isFanOut()) {
     problems.add(name() + ": is a fan-out slice, which only balance and "
                           "relay take; expand it first");
     return;
   }
+  int32_t dstId = context.dst->boxOf(slice.receiver);
   if (!context.dst->onMesh(slice.receiver)) {
     problems.add(name() + ": rank " + std::to_string(slice.receiver) +
                  " is not on the destination " + meshName(group.dst.mesh));

@@ -178,8 +178,6 @@ TEST(CompileRefitErrorTest, BadTopologyFile) {
       << messages[0];
 }
 
-} // namespace
-
 TEST(CompileRefitFuseTest, FindsABucketBetweenTheEnds) {
   // 32 trainers into 12 TP8 replicas: at the model's bucket the forwards
   // start late, at the finest one (the busiest rank's bytes over 512)
@@ -204,3 +202,5 @@ TEST(CompileRefitFuseTest, FindsABucketBetweenTheEnds) {
   EXPECT_LT(chosen.predictedSeconds, 0.97 * model.predictedSeconds);
   EXPECT_GT(chosen.messages, model.messages);
 }
+
+} // namespace

@@ -468,6 +468,23 @@ TEST(RandomRefitTest, FanOutsStandForTheSlicesPerReceiver) {
 
     BalanceOptions balanceOptions = randomBalanceOptions(random);
     CostModel model = randomCostModel(random);
+    // The cost of a plan with fan-out slices counts the slices they stand
+    // for; the C++ verifier takes none.
+    PlanCost fannedCost = model.cost(fannedOut);
+    PlanCost perReceiverCost = model.cost(perReceiver);
+    EXPECT_EQ(fannedCost.wireBytes, perReceiverCost.wireBytes)
+        << "seed " << seed;
+    EXPECT_EQ(fannedCost.localCopyBytes, perReceiverCost.localCopyBytes)
+        << "seed " << seed;
+    EXPECT_EQ(fannedCost.messages, perReceiverCost.messages)
+        << "seed " << seed;
+    if (hasFanOuts(fannedOut)) {
+      std::vector<std::string> problems = verifyPlan(fannedOut);
+      ASSERT_FALSE(problems.empty()) << "seed " << seed;
+      EXPECT_NE(problems.front().find("is a fan-out slice"),
+                std::string::npos)
+          << problems.front();
+    }
     for (Plan *plan : {&perReceiver, &fannedOut}) {
       balance(*plan, balanceOptions);
       relay(*plan, model, RelayOptions());
