@@ -970,7 +970,8 @@ private:
 /// take staging; a forward goes as soon as what it passes on has arrived
 /// and its ranks have room; and the source side's sends, the forwards and
 /// the direct messages overlap. Adds the ready messages it looked at to
-/// `looks`.
+/// `looks`. `loads` is a StepLoads over all of the plan's messages with no
+/// step open yet.
 namespace {
 /// The footprint of the message at each place of a ListOrder, in a
 /// StepLoads over all of a plan's messages, and the smallest seconds among
@@ -991,13 +992,9 @@ struct ListFootprints {
 } // namespace
 
 static Schedule listSchedule(const Plan &plan, const ListOrder &order,
-                             const ListFootprints &footprints, int64_t budget,
-                             const CostModel &model, int64_t planned,
-                             double busiest, double &looks) {
+                             const ListFootprints &footprints, StepLoads loads,
+                             int64_t planned, double busiest, double &looks) {
   size_t count = plan.messages.size();
-  std::vector<size_t> all(count);
-  std::iota(all.begin(), all.end(), 0);
-  StepLoads loads(plan, all, budget, &model);
   double share = busiest / static_cast<double>(planned);
   double smallest = footprints.smallest;
   std::vector<uint32_t> inputs = order.inputs;
@@ -1146,7 +1143,10 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   // allows was reached, 1.06x after).
   std::vector<size_t> all(plan.messages.size());
   std::iota(all.begin(), all.end(), 0);
-  StepLoads fewest(plan, all, budget, &model);
+  // Every StepLoads over all messages numbers the ranks alike: the list
+  // schedules start from copies of this one rather than number them again.
+  StepLoads unopened(plan, all, budget, &model);
+  StepLoads fewest = unopened;
   fewest.openFewest(plan, all);
   int64_t fewestSteps = fewest.steps();
   std::vector<int64_t> listCounts = counts;
@@ -1178,7 +1178,7 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   std::vector<double> listSeconds(listCounts.size(),
                                   std::numeric_limits<double>::infinity());
   auto list = [&](size_t i, double &looks) {
-    Schedule placed = listSchedule(plan, *order, *footprints, budget, model,
+    Schedule placed = listSchedule(plan, *order, *footprints, unopened,
                                    listCounts[i], busiest, looks);
     listSeconds[i] = placed.seconds;
     best.offer(firstListIndex + i, std::move(placed));
@@ -1204,7 +1204,6 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
       [&] {
         order.emplace(plan, dependencies, byRound, rounds, chains,
                       ListOrder::NeedBy::Place);
-        // Every StepLoads over all messages numbers the ranks alike.
         footprints.emplace(plan, *order, fewest);
         list(0, firstLooks);
       }};
@@ -1235,7 +1234,7 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
         llvm::min_element(listSeconds) - listSeconds.begin());
     double shareLooks = 0;
     best.offer(firstListIndex + listCounts.size(),
-               listSchedule(plan, *byShare, *shareFootprints, budget, model,
+               listSchedule(plan, *byShare, *shareFootprints, unopened,
                             listCounts[fastest], busiest, shareLooks));
     // And with senders started in a ring where the looks allow: which
     // start fills the pipelines sooner depends on what each forward waits
@@ -1247,7 +1246,7 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
       ListFootprints ringFootprints(plan, ring, fewest);
       double ringLooks = 0;
       best.offer(firstListIndex + listCounts.size() + 1,
-                 listSchedule(plan, ring, ringFootprints, budget, model,
+                 listSchedule(plan, ring, ringFootprints, unopened,
                               listCounts[fastest], busiest, ringLooks));
     }
   }
