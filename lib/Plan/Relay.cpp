@@ -314,6 +314,7 @@ static void findRegions(const Plan &plan, int32_t g,
   std::vector<size_t> byKey(keys.size());
   std::iota(byKey.begin(), byKey.end(), 0);
   llvm::sort(byKey, [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  regions.reserve(regions.size() + keys.size());
   for (size_t k : byKey) {
     const std::pair<int64_t, int64_t> &key = keys[k];
     std::vector<size_t> &slices = slicesOf[k];
@@ -332,15 +333,18 @@ static void findRegions(const Plan &plan, int32_t g,
     });
     if (fanOut && slices.size() > 1)
       continue;
-    if (fanOut)
+    if (fanOut) {
       addDeliveries(*fanOuts, group, group.slices[slices.front()], region);
-    else
+    } else {
+      region.receivers.reserve(slices.size());
+      region.transfers.reserve(slices.size());
       for (size_t i : slices) {
         const Slice &slice = group.slices[i];
         region.receivers.push_back(slice.receiver);
         region.transfers.push_back(
             {slice.sender, slice.receiver, sliceLoadBytes(group, slice)});
       }
+    }
     sortUnique(region.receivers);
     region.members = region.receivers;
     for (int64_t holder : region.holders)
@@ -1312,11 +1316,20 @@ static bool tryGather(const Plan &plan, const Family &family,
                       int32_t &roundsInUse, std::vector<Slice> &out) {
   const TransferGroup &group =
       plan.groups[regions[family.regions.front()].group];
+  // The ranks whose loads the gather changes, each once: a family of a
+  // large refit sends millions of slices among a few thousand ranks.
   std::vector<int64_t> involved;
+  std::vector<bool> seen(loads.send.size());
+  auto involve = [&](int64_t rank) {
+    if (!seen[rank]) {
+      seen[rank] = true;
+      involved.push_back(rank);
+    }
+  };
   for (size_t r : family.regions)
     for (const Region::Transfer &transfer : regions[r].transfers) {
-      involved.push_back(transfer.sender);
-      involved.push_back(transfer.receiver);
+      involve(transfer.sender);
+      involve(transfer.receiver);
     }
   const Topology &topology = model.getTopology();
   double directSeconds = loads.busiest(involved) + topology.latencySeconds;
@@ -1329,7 +1342,7 @@ static bool tryGather(const Plan &plan, const Family &family,
   int32_t rounds = gather(plan, family, regions, loads, model, options, out);
   if (rounds > 0) {
     for (size_t i = start; i < out.size(); ++i)
-      involved.push_back(out[i].sender);
+      involve(out[i].sender);
     double seconds = loads.busiest(involved) + topology.latencySeconds;
     double stepSeconds = std::max(0, rounds - roundsInUse) *
                          (topology.stepSeconds + topology.latencySeconds);
@@ -1530,6 +1543,10 @@ RelayStats plan::relay(Plan &plan, const CostModel &model,
       findRegions(plan, static_cast<int32_t>(g), groupRegions[g]);
     });
     std::vector<Region> regions;
+    size_t total = 0;
+    for (const std::vector<Region> &found : groupRegions)
+      total += found.size();
+    regions.reserve(total);
     for (std::vector<Region> &found : groupRegions)
       std::move(found.begin(), found.end(), std::back_inserter(regions));
 
