@@ -714,6 +714,12 @@ void Verifier::checkStaging() {
 /// A relay of some members travels after every message that brought those
 /// members' bytes to its sender. Local copies happen before step 0.
 void Verifier::checkRelaySteps() {
+  // Every relay reads the steps of all that it forwards: a compact copy
+  // stays in cache, where the messages do not.
+  std::vector<int64_t> steps;
+  steps.reserve(plan.messages.size());
+  for (const Message &message : plan.messages)
+    steps.push_back(message.step);
   for (const PartRecord &relay : bySlice.all()) {
     if (problems.full())
       return;
@@ -722,7 +728,7 @@ void Verifier::checkRelaySteps() {
     if (slice.origin != Origin::Destination ||
         !contexts[relay.group].placed[relay.slice])
       continue;
-    int64_t step = plan.messages[relay.message].step;
+    int64_t step = steps[relay.message];
     bool reported = false;
     contexts[relay.group].forEachArrival(
         group.slices, slice.sender, slice.box, [&](int32_t j) {
@@ -730,7 +736,7 @@ void Verifier::checkRelaySteps() {
           if (arrival.isLocalCopy() || !contexts[relay.group].placed[j])
             return false;
           for (const PartRecord &record : bySlice.of(relay.group, j)) {
-            int64_t arrivalStep = plan.messages[record.message].step;
+            int64_t arrivalStep = steps[record.message];
             if (record.memberEnd <= relay.memberBegin ||
                 record.memberBegin >= relay.memberEnd || arrivalStep < step)
               continue;
