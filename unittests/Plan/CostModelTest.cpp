@@ -179,6 +179,21 @@ TEST(CostModel, Links) {
   EXPECT_EQ(separate.bandwidth(0, 1), 46e9);
 }
 
+TEST(CostModel, NodesOfEverySize) {
+  // A power of two is found by a shift and any other size by a division:
+  // both must agree with rank / ranksPerNode on every rank.
+  for (int64_t perNode : {1, 2, 4, 6, 7, 8, 12, 16, 72}) {
+    Topology topology;
+    topology.ranksPerNode = perNode;
+    CostModel model(topology);
+    for (int64_t rank = 0; rank < 300; ++rank)
+      ASSERT_EQ(model.node(rank), rank / perNode)
+          << "rank " << rank << ", " << perNode << " per node";
+    EXPECT_TRUE(model.sameNode(perNode - 1, 0));
+    EXPECT_FALSE(model.sameNode(perNode, perNode - 1));
+  }
+}
+
 TEST(CostModel, DefaultBucketBytes) {
   constexpr int64_t kMiB = 1 << 20;
   // 99 latencies at 46 GB/s: 45.54e6 bytes, 43.4 MiB.
