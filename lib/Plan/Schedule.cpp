@@ -1077,9 +1077,7 @@ struct ListFootprints {
     }
   }
 };
-} // namespace
 
-namespace {
 /// The step a list schedule is filling. It fills one step at a time and
 /// never returns to one, so of the steps before it keeps only their
 /// busiest ranks, and of this one what each rank does in it: rows that
@@ -1158,7 +1156,7 @@ static Schedule listSchedule(const Plan &plan, const Dependencies &dependencies,
                              int64_t planned, double busiest, double &looks) {
   size_t count = plan.messages.size();
   double share = busiest / static_cast<double>(planned);
-  // Per input set, how many of its messages are still to be placed.
+  // Per input set, how many of its inputs are still to be placed.
   std::vector<uint32_t> missing(dependencies.sets());
   for (uint32_t set = 0; set < missing.size(); ++set)
     missing[set] = static_cast<uint32_t>(dependencies.inputsOf(set).size());
@@ -1180,7 +1178,7 @@ static Schedule listSchedule(const Plan &plan, const Dependencies &dependencies,
     auto mark = static_cast<uint32_t>(step + 1);
     for (uint32_t p : ready) {
       const ListFootprints::Look &look = footprints.byPlace[p];
-      auto [from, to] = std::make_pair(look.from, look.to);
+      uint32_t from = look.from, to = look.to;
       if (sendsFull[from] == mark || receivesFull[to] == mark) {
         waiting.push_back(p);
         continue;
