@@ -287,7 +287,6 @@ public:
     uint32_t from, to;
     double seconds;
     int64_t bytes;
-    bool self;
   };
   Footprint footprint(const Message &message) const {
     auto [from, to] = slots(message);
@@ -296,7 +295,7 @@ public:
                                                    message.bytes)
                            : 0;
     return {static_cast<uint32_t>(from), static_cast<uint32_t>(to), seconds,
-            stagingOf(message), message.sender == message.receiver};
+            stagingOf(message)};
   }
 
   size_t slotCount() const { return ranks.size(); }
