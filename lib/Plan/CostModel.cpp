@@ -315,6 +315,10 @@ struct RankNeeds {
   int64_t lacks = 0;
   /// Of those, bytes that no rank of its node holds as a source.
   int64_t offNode = 0;
+  /// Its destination box in each group it receives, as (group, distinct
+  /// box): ranks of one node with the same boxes lack the same off-node
+  /// bytes.
+  std::vector<std::pair<uint32_t, uint32_t>> boxes;
 };
 
 /// What the ranks that all hold the same source bytes (one rank, or a
@@ -366,9 +370,8 @@ static std::vector<int64_t> nodesOf(const CostModel &model,
 /// Adds what one group asks of each rank and node: every destination box
 /// against every source box it meets (distinct boxes of a layout tile the
 /// tensor), on the receiving side and on the sending side.
-static void addNeeds(const CostModel &model, const Plan &plan,
-                     const TransferGroup &group,
-                     std::vector<RankNeeds> &ranks,
+static void addNeeds(const CostModel &model, const Plan &plan, uint32_t g,
+                     const TransferGroup &group, std::vector<RankNeeds> &ranks,
                      llvm::DenseMap<int64_t, NodeNeeds> &nodes,
                      HolderSets &holderSets) {
   if (group.src.mesh < 0 || group.dst.mesh < 0 ||
@@ -388,6 +391,9 @@ static void addNeeds(const CostModel &model, const Plan &plan,
     srcNodes.push_back(nodesOf(model, holders));
   for (const std::vector<int64_t> &holders : dst.holders)
     dstNodes.push_back(nodesOf(model, holders));
+  for (size_t d = 0; d < dst.holders.size(); ++d)
+    for (int64_t rank : dst.holders[d])
+      ranks[rank].boxes.emplace_back(g, static_cast<uint32_t>(d));
 
   for (size_t s = 0; s < src.boxes.size(); ++s) {
     HolderSetNeeds shared;
@@ -446,10 +452,32 @@ static double holderSetSeconds(const CostModel &model,
   return work / static_cast<double>(holders.size());
 }
 
+/// A node's ranks by their destination boxes: ranks with the same boxes in
+/// every group (the same shard of different replicas) lack the same
+/// off-node bytes, which enter the node once between them.
+static std::vector<std::vector<int64_t>>
+twinsOf(const NodeNeeds &node, const std::vector<RankNeeds> &ranks) {
+  std::vector<int64_t> order = node.ranks;
+  auto boxesLess = [&](int64_t a, int64_t b) {
+    return ranks[a].boxes < ranks[b].boxes;
+  };
+  llvm::stable_sort(order, boxesLess);
+  std::vector<std::vector<int64_t>> twins;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == 0 || boxesLess(order[i - 1], order[i]))
+      twins.emplace_back();
+    twins.back().push_back(order[i]);
+  }
+  return twins;
+}
+
 /// The least time in which a node's ranks receive what they lack, when x_r
 /// of rank r's bytes come through its NIC (at most what it lacks off the
 /// node) and the rest from ranks of its node, and the x_r add up to what
 /// enters the node: rank r takes x_r / inter + (lacks_r - x_r) / intra.
+/// Twins (twinsOf) lack the same off-node bytes, and a rank forwards only
+/// what it needs itself, so their x_r add up to at most what one of them
+/// lacks off the node.
 static double nodeReceiveSeconds(const CostModel &model,
                                  const NodeNeeds &node,
                                  const std::vector<RankNeeds> &ranks) {
@@ -469,11 +497,17 @@ static double nodeReceiveSeconds(const CostModel &model,
   }
   if (inter <= intra)
     return most;
+  std::vector<std::vector<int64_t>> twins = twinsOf(node, ranks);
   auto enters = [&](double time) {
     double bytes = 0;
-    for (int64_t r : node.ranks) {
-      double room = (time - seconds(ranks[r], 0)) / (inter - intra);
-      bytes += std::clamp(room, 0.0, static_cast<double>(ranks[r].offNode));
+    for (const std::vector<int64_t> &twin : twins) {
+      double taken = 0;
+      for (int64_t r : twin) {
+        double room = (time - seconds(ranks[r], 0)) / (inter - intra);
+        taken += std::clamp(room, 0.0, static_cast<double>(ranks[r].offNode));
+      }
+      bytes +=
+          std::min(taken, static_cast<double>(ranks[twin.front()].offNode));
     }
     return bytes >= static_cast<double>(node.in);
   };
@@ -498,8 +532,9 @@ double CostModel::lowerBound(const Plan &plan) const {
   std::vector<RankNeeds> ranks(observedWorldSize(plan));
   llvm::DenseMap<int64_t, NodeNeeds> nodes;
   HolderSets holderSets;
-  for (const TransferGroup &group : plan.groups)
-    addNeeds(*this, plan, group, ranks, nodes, holderSets);
+  for (size_t g = 0; g < plan.groups.size(); ++g)
+    addNeeds(*this, plan, static_cast<uint32_t>(g), plan.groups[g], ranks,
+             nodes, holderSets);
   for (int64_t rank : plan.ranks())
     nodes[node(rank)].ranks.push_back(rank);
   double bound = 0;

@@ -370,6 +370,30 @@ TEST(CostModel, LowerBoundSharesANodesNics) {
                    3e-6 + 0.5e6 / 1e10);
 }
 
+TEST(CostModel, LowerBoundLetsTwinsTakeInTheirBytesOnce) {
+  // Ranks 0 and 1 both need tensor a (0.5 MB), rank 2 of their node needs
+  // b (0.5 MB), and the four ranks of another node hold both. The megabyte
+  // enters the node once, but ranks 0 and 1 forward only what they need,
+  // and need the same half: between them their NICs take in at most a's
+  // 0.5 MB, so rank 2's NIC takes in b, all 50 us of it.
+  Plan plan = planWithMeshes(mesh({4}, {4, 5, 6, 7}), mesh({2}, {0, 1}));
+  addGroup(plan, {125000}, DType::F32, {Placement::replicate()},
+           {Placement::replicate()}, 1, "a");
+  plan.meshNames.push_back("dst2");
+  plan.meshes.push_back(mesh({1}, {2}));
+  int32_t b = addGroup(plan, {125000}, DType::F32, {Placement::replicate()},
+                       {Placement::replicate()}, 1, "b");
+  plan.groups[b].dst.mesh = 2;
+  EXPECT_NEAR(CostModel(roundTopology()).cost(plan).lowerBoundSeconds,
+              3e-6 + 0.5e6 / 1e10, 1e-12);
+  // Were a and b both rank 2's needs, a third would come through each NIC
+  // (ranks 0 and 1 taking in bytes that rank 2 also needs).
+  plan.meshes[1] = mesh({3}, {0, 1, 2});
+  plan.meshes[2] = mesh({3}, {0, 1, 2});
+  EXPECT_NEAR(CostModel(roundTopology()).cost(plan).lowerBoundSeconds,
+              3e-6 + 1e6 / 3 / 1e10 + 2e6 / 3 / 1e11, 1e-12);
+}
+
 TEST(CostModel, EmptyPlan) {
   PlanCost cost = CostModel().cost(Plan());
   EXPECT_EQ(cost.messages, 0);
