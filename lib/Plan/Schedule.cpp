@@ -833,6 +833,11 @@ public:
   }
   /// The best so far; one was offered.
   const Schedule &schedule() const { return *best; }
+  /// The best time so far, infinity before any offer.
+  double seconds() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return best ? best->seconds : std::numeric_limits<double>::infinity();
+  }
 
 private:
   std::mutex mutex;
@@ -1147,19 +1152,40 @@ private:
 /// and its ranks have room; and the source side's sends, the forwards and
 /// the direct messages overlap. Adds the ready messages it looked at to
 /// `looks`. `loads` is a StepLoads over all of the plan's messages, whose
-/// rank slots and staging budget it keeps to.
+/// rank slots and staging budget it keeps to. It gives up, returning a
+/// schedule of infinite seconds, once the steps so far and the work a rank
+/// has left surely take more than `giveUpAbove`: each later step lasts at
+/// least as long as that rank's part of it.
 static Schedule listSchedule(const Plan &plan, const Dependencies &dependencies,
                              const ListOrder &order,
                              const ListFootprints &footprints,
                              const StepLoads &loads, double stepSeconds,
-                             int64_t planned, double busiest, double &looks) {
+                             int64_t planned, double busiest, double &looks,
+                             double giveUpAbove) {
   size_t count = plan.messages.size();
   double share = busiest / static_cast<double>(planned);
+
   // Per input set, how many of its inputs are still to be placed.
   std::vector<uint32_t> missing(dependencies.sets());
   for (uint32_t set = 0; set < missing.size(); ++set)
     missing[set] = static_cast<uint32_t>(dependencies.inputsOf(set).size());
   StepFill fill(loads.slotCount(), loads.stagingBudget());
+  // Each rank's seconds still to be placed, sending and receiving.
+  std::vector<double> toSend(loads.slotCount(), 0),
+      toReceive(loads.slotCount(), 0);
+  for (const ListFootprints::Look &look : footprints.byPlace) {
+    toSend[look.from] += look.seconds;
+    toReceive[look.to] += look.seconds;
+  }
+  auto surelyOver = [&] {
+    double left = 0;
+    for (size_t slot = 0; slot < toSend.size(); ++slot)
+      left = std::max({left, toSend[slot], toReceive[slot]});
+    // Past the threshold by more than rounding, so that a schedule that
+    // would tie with it runs to the end.
+    return fill.seconds(stepSeconds) + left + stepSeconds >
+           giveUpAbove * (1 + 1e-9);
+  };
   // The ranks that no message fits in this step any more, by step + 1:
   // most waiting messages wait on those, and are passed over at a glance.
   std::vector<uint32_t> sendsFull(loads.slotCount(), 0),
@@ -1170,6 +1196,10 @@ static Schedule listSchedule(const Plan &plan, const Dependencies &dependencies,
   // Every step places a message at least: the first ready one finds its
   // ends idle, and fits the staging budget alone (schedule() checks).
   for (size_t step = 0; !ready.empty(); ++step) {
+    if (surelyOver()) {
+      placement.seconds = std::numeric_limits<double>::infinity();
+      return placement;
+    }
     fill.next();
     waiting.clear();
     arrived.clear();
@@ -1190,6 +1220,8 @@ static Schedule listSchedule(const Plan &plan, const Dependencies &dependencies,
         waiting.push_back(p);
         continue;
       }
+      toSend[from] -= look.seconds;
+      toReceive[to] -= look.seconds;
       uint32_t m = order.messageAt[p];
       placement.steps[m] = static_cast<int64_t>(step);
       for (uint32_t set : dependencies.setsWaitingOn(m))
@@ -1342,10 +1374,10 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   // Each list schedule's time, to try the fastest's count again below.
   std::vector<double> listSeconds(listCounts.size(),
                                   std::numeric_limits<double>::infinity());
-  auto list = [&](size_t i, double &looks) {
+  auto list = [&](size_t i, double &looks, double giveUpAbove) {
     Schedule placed =
         listSchedule(plan, dependencies, *order, *footprints, fewest,
-                     stepSeconds, listCounts[i], busiest, looks);
+                     stepSeconds, listCounts[i], busiest, looks, giveUpAbove);
     listSeconds[i] = placed.seconds;
     best.offer(firstListIndex + i, std::move(placed));
   };
@@ -1371,7 +1403,7 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
         order.emplace(plan, dependencies, byRound, rounds, chains,
                       ListOrder::NeedBy::Place);
         footprints.emplace(plan, *order, fewest);
-        list(0, firstLooks);
+        list(0, firstLooks, std::numeric_limits<double>::infinity());
       }};
   forEachIndex(first.size(), pool, [&](size_t i) { first[i](); });
   // A list schedule looks at every waiting message in every step, most of
@@ -1385,8 +1417,15 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
        begin += kWave) {
     std::array<double, kWave> waveLooks{};
     size_t size = std::min(kWave, listCounts.size() - begin);
+    // A list schedule that surely ends slower than the best so far and than
+    // the fastest list so far (whose count is tried again below) is given
+    // up: neither result can change. Both are taken before the wave, so
+    // that what is given up does not depend on the threads.
+    double giveUpAbove = std::max(
+        best.seconds(),
+        *std::min_element(listSeconds.begin(), listSeconds.begin() + begin));
     forEachIndex(size, pool,
-                 [&](size_t i) { list(begin + i, waveLooks[i]); });
+                 [&](size_t i) { list(begin + i, waveLooks[i], giveUpAbove); });
     for (double each : waveLooks)
       looks += each;
   }
@@ -1402,7 +1441,7 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
     best.offer(firstListIndex + listCounts.size(),
                listSchedule(plan, dependencies, *byShare, *shareFootprints,
                             fewest, stepSeconds, listCounts[fastest], busiest,
-                            shareLooks));
+                            shareLooks, best.seconds()));
     // And with senders started in a ring where the looks allow: which
     // start fills the pipelines sooner depends on what each forward waits
     // on (8 FSDP ranks into 8 TP8 replicas, forwards passing on a chunk of
@@ -1415,7 +1454,7 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
       best.offer(firstListIndex + listCounts.size() + 1,
                  listSchedule(plan, dependencies, ring, ringFootprints, fewest,
                               stepSeconds, listCounts[fastest], busiest,
-                              ringLooks));
+                              ringLooks, best.seconds()));
     }
   }
 
