@@ -19,28 +19,6 @@ using namespace mlir;
 namespace m2n {
 namespace {
 
-/// Moves the plan that the pipeline leaves in its cache out to the caller,
-/// so that it is not read back from IR. It preserves nothing: the cache no
-/// longer holds the plan.
-class TakePlanPass : public PassWrapper<TakePlanPass, OperationPass<ModuleOp>> {
-public:
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TakePlanPass)
-
-  TakePlanPass(RefitOp refit, plan::Plan &out) : refit(refit), out(out) {}
-  StringRef getArgument() const override { return "m2n-take-plan"; }
-
-  void runOnOperation() override {
-    FailureOr<plan::Plan *> plan = getAnalysis<PlanCache>().get(refit);
-    if (failed(plan))
-      return signalPassFailure();
-    out = std::move(**plan);
-  }
-
-private:
-  RefitOp refit;
-  plan::Plan &out;
-};
-
 /// What the checkers find: the IR verifier's verdict and the plan's
 /// problems.
 struct Verdict {
@@ -72,10 +50,13 @@ FailureOr<CompiledRefit> compileRefit(ModuleOp module,
     buildCompilePipeline(pm, pipeline);
     if (hooks.configure)
       hooks.configure(pm);
-    pm.addPass(std::make_unique<TakePlanPass>(refit, result.plan));
     if (failed(pm.run(module)))
       return failure();
   }
+  FailureOr<plan::Plan> plan = readPlan(refit);
+  if (failed(plan))
+    return failure();
+  result.plan = std::move(*plan);
 
   // The passes that use the cost model have read the topology already.
   FailureOr<plan::CostModel> model = loadCostModel(module, options.topology);

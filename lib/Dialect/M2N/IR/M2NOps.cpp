@@ -316,7 +316,6 @@ static ParseResult parseSliceRow(OpAsmParser &parser, int64_t rank,
 ParseResult TransfersOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<OpAsmParser::UnresolvedOperand> tensors;
   Type type;
-  MLIRContext *context = parser.getContext();
   if (parser.parseOperandList(tensors, /*requiredOperandCount=*/-1) ||
       parser.parseKeyword("from"))
     return failure();
@@ -338,9 +337,10 @@ ParseResult TransfersOp::parse(OpAsmParser &parser, OperationState &result) {
   if (parser.parseOptionalAttrDict(result.attributes) ||
       parser.resolveOperands(tensors, type, result.operands))
     return failure();
-  result.addAttribute("src", src);
-  result.addAttribute("dst", dst);
-  result.addAttribute("slices", DenseI64ArrayAttr::get(context, table));
+  Properties &properties = result.getOrAddProperties<Properties>();
+  properties.src = cast<LayoutAttr>(src);
+  properties.dst = cast<LayoutAttr>(dst);
+  properties.slices = std::move(table);
   return success();
 }
 

@@ -19,7 +19,7 @@ struct BalancePass : impl::BalancePassBase<BalancePass> {
     options.minSplitBytes = minSplitBytes;
     options.pool = groupPool(&getContext());
     auto result = transformPlans(
-        getOperation(), getAnalysis<PlanCache>(),
+        getOperation(),
         [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
           if (mlir::failed(checkNotFused(refit, plan, "m2n-balance")))
             return mlir::failure();
@@ -33,7 +33,6 @@ struct BalancePass : impl::BalancePassBase<BalancePass> {
         FanOuts::Keep);
     if (mlir::failed(result))
       return signalPassFailure();
-    markAnalysesPreserved<PlanCache>();
   }
 };
 } // namespace

@@ -13,7 +13,7 @@ namespace {
 struct CoalescePass : impl::CoalescePassBase<CoalescePass> {
   void runOnOperation() override {
     auto result = transformPlans(
-        getOperation(), getAnalysis<PlanCache>(),
+        getOperation(),
         [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
           if (mlir::failed(checkNotFused(refit, plan, "m2n-coalesce")))
             return mlir::failure();
@@ -25,7 +25,6 @@ struct CoalescePass : impl::CoalescePassBase<CoalescePass> {
         });
     if (mlir::failed(result))
       return signalPassFailure();
-    markAnalysesPreserved<PlanCache>();
   }
 };
 } // namespace

@@ -15,7 +15,6 @@ struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
   using DecomposePassBase::DecomposePassBase;
 
   void runOnOperation() override {
-    PlanCache &cache = getAnalysis<PlanCache>();
     for (RefitOp refit : getOperation().getOps<RefitOp>()) {
       if (refit.getBody().getOps<ReshardOp>().empty())
         continue;
@@ -33,9 +32,7 @@ struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
       numLocalCopies += stats.localCopies;
       wireBytes += stats.wireBytes;
       localBytes += stats.localBytes;
-      cache.set(refit, std::move(plan));
     }
-    markAnalysesPreserved<PlanCache>();
   }
 };
 } // namespace

@@ -32,10 +32,10 @@ struct FusePass : impl::FusePassBase<FusePass> {
     schedule.stagingBudget = stagingBytes;
     schedule.model = &*model;
     schedule.pool = groupPool(&getContext());
-    PlanCache &cache = getAnalysis<PlanCache>();
     auto result =
-        transformPlans(getOperation(), cache,
-                       [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
+        transformPlans(getOperation(),
+                       [&](RefitOp refit,
+                           plan::Plan &plan) -> mlir::LogicalResult {
                          // An explicit bucket is the user's to keep.
                          std::optional<plan::ScheduledMessages> scheduled;
                          plan::FuseStats stats =
@@ -43,11 +43,13 @@ struct FusePass : impl::FusePassBase<FusePass> {
                                  ? plan::fuse(plan, options)
                                  : plan::fuseForSchedule(plan, options,
                                                          schedule, &scheduled);
-                         // m2n-schedule takes it rather than scheduling
-                         // the same messages again.
-                         if (scheduled)
-                           cache.setSchedule(refit, stagingBytes, topology,
-                                             std::move(*scheduled));
+                         // The messages chosen were scheduled on the way:
+                         // they go to IR scheduled, and m2n-schedule keeps
+                         // them rather than scheduling them again.
+                         if (scheduled) {
+                           std::move(*scheduled).applyTo(plan);
+                           recordScheduleTopology(refit, model->getTopology());
+                         }
                          numMessages += stats.messages;
                          numZeroCopy += stats.zeroCopyMessages;
                          numSplitSlices += stats.splitSlices;
@@ -55,7 +57,6 @@ struct FusePass : impl::FusePassBase<FusePass> {
                        });
     if (mlir::failed(result))
       return signalPassFailure();
-    markAnalysesPreserved<PlanCache>();
   }
 };
 } // namespace

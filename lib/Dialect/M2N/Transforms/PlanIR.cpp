@@ -8,6 +8,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <numeric>
+
 using namespace mlir;
 
 namespace m2n {
@@ -94,13 +96,6 @@ static void fillSliceTable(const plan::TransferGroup &group,
   }
 }
 
-static DenseI64ArrayAttr buildSliceTable(MLIRContext *context,
-                                         const plan::TransferGroup &group) {
-  SmallVector<int64_t> table;
-  fillSliceTable(group, table);
-  return DenseI64ArrayAttr::get(context, table);
-}
-
 /// The refit's tensor values by name.
 static llvm::StringMap<Value> tensorValues(RefitOp refit) {
   llvm::StringMap<Value> values;
@@ -113,21 +108,21 @@ void writeTransfers(RefitOp refit, const plan::Plan &plan) {
   MLIRContext *context = refit.getContext();
   llvm::StringMap<Value> values = tensorValues(refit);
   SmallVector<ReshardOp> reshards(refit.getBody().getOps<ReshardOp>());
-  // The tables are most of the work, and independent: they are built on
-  // the context's threads, whose attribute uniquing is thread-safe.
-  std::vector<DenseI64ArrayAttr> tables(plan.groups.size());
-  plan::forEachGroup(plan, groupPool(context), [&](size_t g) {
-    tables[g] = buildSliceTable(context, plan.groups[g]);
-  });
   OpBuilder builder = OpBuilder::atBlockEnd(&refit.getBody().front());
-  for (auto [group, table] : llvm::zip(plan.groups, tables)) {
+  SmallVector<TransfersOp> ops;
+  for (const plan::TransferGroup &group : plan.groups) {
     SmallVector<Value> operands;
     for (int32_t member : group.members)
       operands.push_back(values.lookup(plan.tensors[member].name));
-    TransfersOp::create(builder, refit.getLoc(), operands,
-                        buildLayout(context, plan, group.src),
-                        buildLayout(context, plan, group.dst), table);
+    ops.push_back(TransfersOp::create(builder, refit.getLoc(), operands,
+                                      buildLayout(context, plan, group.src),
+                                      buildLayout(context, plan, group.dst),
+                                      ArrayRef<int64_t>()));
   }
+  // The tables are most of the work, and each belongs to its op alone.
+  plan::forEachGroup(plan, groupPool(context), [&](size_t g) {
+    fillSliceTable(plan.groups[g], ops[g].getProperties().slices);
+  });
   for (ReshardOp reshard : reshards)
     reshard.erase();
 }
@@ -161,39 +156,79 @@ static std::vector<plan::Slice> readSlices(TransfersOp transfers) {
   return slices;
 }
 
-/// Reads the messages of `op`, checking that their parts name existing
-/// groups, slices and members (the op's verifier checked the rest).
-static LogicalResult readMessages(MessagesOp op, plan::Plan &plan) {
+namespace {
+/// Messages read or written together on one thread.
+constexpr size_t kMessageChunk = 1 << 16;
+
+/// The index of every message's first part in the parts table, and the
+/// parts in all, last.
+std::vector<size_t> firstParts(ArrayRef<int64_t> table) {
+  size_t count = table.size() / MessagesOp::kRowWidth;
+  std::vector<size_t> first(count + 1, 0);
+  for (size_t m = 0; m < count; ++m)
+    first[m + 1] =
+        first[m] +
+        static_cast<size_t>(
+            table[m * MessagesOp::kRowWidth + MessagesOp::kPartCount]);
+  return first;
+}
+} // namespace
+
+/// Reads messages [begin, end) of `op` into `plan`, whose groups are read:
+/// the first problem with a part that names a group, slice or member that
+/// does not exist, or "" (the op's verifier checked the rest).
+static std::string readMessageChunk(MessagesOp op, ArrayRef<size_t> firstPart,
+                                    size_t begin, size_t end,
+                                    plan::Plan &plan) {
   ArrayRef<int64_t> table = op.getTable();
   ArrayRef<int64_t> parts = op.getParts();
-  plan.messages.resize(op.getNumMessages());
-  const int64_t *part = parts.data();
-  for (auto [index, message] : llvm::enumerate(plan.messages)) {
-    ArrayRef<int64_t> row = table.slice(index * MessagesOp::kRowWidth,
-                                        MessagesOp::kRowWidth);
+  for (size_t index = begin; index < end; ++index) {
+    plan::Message &message = plan.messages[index];
+    const int64_t *row = table.data() + index * MessagesOp::kRowWidth;
     message.step = row[MessagesOp::kStep];
     message.sender = row[MessagesOp::kSender];
     message.receiver = row[MessagesOp::kReceiver];
     message.bytes = row[MessagesOp::kBytes];
     message.zeroCopy = row[MessagesOp::kZeroCopy] != 0;
-    message.parts.resize(row[MessagesOp::kPartCount]);
+    message.parts.resize(firstPart[index + 1] - firstPart[index]);
+    const int64_t *part = parts.data() + firstPart[index] * kPartWidth;
     for (auto [p, read] : llvm::enumerate(message.parts)) {
+      auto names = [&, p = p](const std::string &what) {
+        return "message " + std::to_string(index) + ": part " +
+               std::to_string(p) + " names " + what;
+      };
       if (part[0] >= static_cast<int64_t>(plan.groups.size()))
-        return mlir::emitError(op.getLoc())
-               << "message " << index << ": part " << p << " names group "
-               << part[0] << " of " << plan.groups.size();
+        return names("group " + std::to_string(part[0]) + " of " +
+                     std::to_string(plan.groups.size()));
       const plan::TransferGroup &group = plan.groups[part[0]];
       if (part[1] >= static_cast<int64_t>(group.slices.size()) ||
           part[3] > static_cast<int64_t>(group.members.size()))
-        return mlir::emitError(op.getLoc())
-               << "message " << index << ": part " << p
-               << " names a slice or member that group " << part[0]
-               << " does not have";
+        return names("a slice or member that group " + std::to_string(part[0]) +
+                     " does not have");
       read = {static_cast<int32_t>(part[0]), static_cast<int32_t>(part[1]),
               static_cast<int32_t>(part[2]), static_cast<int32_t>(part[3])};
       part += kPartWidth;
     }
   }
+  return "";
+}
+
+/// Reads the messages of `op`, checking that their parts name existing
+/// groups, slices and members, in chunks on the context's threads.
+static LogicalResult readMessages(MessagesOp op, plan::Plan &plan) {
+  std::vector<size_t> firstPart = firstParts(op.getTable());
+  size_t count = firstPart.size() - 1;
+  plan.messages.resize(count);
+  size_t chunks = (count + kMessageChunk - 1) / kMessageChunk;
+  std::vector<std::string> problems(chunks);
+  plan::forEachIndex(chunks, groupPool(op.getContext()), [&](size_t chunk) {
+    size_t begin = chunk * kMessageChunk;
+    problems[chunk] = readMessageChunk(
+        op, firstPart, begin, std::min(count, begin + kMessageChunk), plan);
+  });
+  for (const std::string &problem : problems)
+    if (!problem.empty())
+      return mlir::emitError(op.getLoc()) << problem;
   return success();
 }
 
@@ -214,6 +249,7 @@ FailureOr<plan::Plan> readPlan(RefitOp refit) {
     tensorIndex[tensor.getResult()] = result.tensors.size();
     result.tensors.push_back({tensor.getName().str(), -1});
   }
+  SmallVector<TransfersOp> transfersOps;
   for (TransfersOp transfers : refit.getBody().getOps<TransfersOp>()) {
     int32_t groupIndex = result.groups.size();
     plan::TransferGroup &group = result.groups.emplace_back();
@@ -227,8 +263,20 @@ FailureOr<plan::Plan> readPlan(RefitOp refit) {
       group.members.push_back(member);
       result.tensors[member].group = groupIndex;
     }
-    group.slices = readSlices(transfers);
+    transfersOps.push_back(transfers);
   }
+  // Each group's slices are its own; the largest tables go first.
+  std::vector<size_t> bySize(transfersOps.size());
+  std::iota(bySize.begin(), bySize.end(), 0);
+  llvm::stable_sort(bySize, [&](size_t a, size_t b) {
+    return transfersOps[a].getSlices().size() >
+           transfersOps[b].getSlices().size();
+  });
+  plan::forEachIndex(bySize.size(), groupPool(refit.getContext()),
+                     [&](size_t i) {
+                       size_t g = bySize[i];
+                       result.groups[g].slices = readSlices(transfersOps[g]);
+                     });
   for (MessagesOp op : refit.getBody().getOps<MessagesOp>())
     if (failed(readMessages(op, result)))
       return failure();
@@ -242,50 +290,19 @@ FailureOr<plan::Plan> readPlan(RefitOp refit) {
 // Writing a plan back
 //===----------------------------------------------------------------------===//
 
-/// Whether `table` holds the rows fillSliceTable would make of `group`.
-static bool holdsSlices(ArrayRef<int64_t> table,
-                        const plan::TransferGroup &group) {
-  size_t rank = group.shape.size();
-  size_t width = TransfersOp::rowWidth(rank);
-  if (table.size() != group.slices.size() * width)
-    return false;
-  const int64_t *row = table.data();
-  for (const plan::Slice &slice : group.slices) {
-    if (row[kSender] != slice.sender || row[kReceiver] != slice.receiver ||
-        row[kOrigin] != static_cast<int64_t>(slice.origin) ||
-        row[kRound] != slice.round || slice.box.rank() != int64_t(rank))
-      return false;
-    // A loop rather than std::equal, which calls memcmp for a few values.
-    for (size_t d = 0; d < rank; ++d)
-      if (row[kBox + d] != slice.box.offsets[d] ||
-          row[kBox + rank + d] != slice.box.sizes[d])
-        return false;
-    row += width;
-  }
-  return true;
-}
-
-/// Most passes leave most of the plan as they found it, and a slice table
-/// holds hundreds of thousands of values that MLIR would hash and copy again,
-/// so only the tables that changed are replaced.
+/// Fills each group's table in place, on the context's threads: a table
+/// is its op's own property.
 static void writeSliceTables(RefitOp refit, const plan::Plan &plan) {
-  MLIRContext *context = refit.getContext();
   SmallVector<TransfersOp> ops(refit.getBody().getOps<TransfersOp>());
-  // Groups are compared, and their new tables built, on the context's
-  // threads; the ops are changed on this one.
-  std::vector<DenseI64ArrayAttr> tables(plan.groups.size());
-  plan::forEachGroup(plan, groupPool(context), [&](size_t g) {
-    if (g < ops.size() && !holdsSlices(ops[g].getSlices(), plan.groups[g]))
-      tables[g] = buildSliceTable(context, plan.groups[g]);
+  plan::forEachGroup(plan, groupPool(refit.getContext()), [&](size_t g) {
+    if (g < ops.size())
+      fillSliceTable(plan.groups[g], ops[g].getProperties().slices);
   });
-  for (auto [op, table] : llvm::zip(ops, tables))
-    if (table)
-      op.setSlicesAttr(table);
 }
 
 /// Leaves the refit with one `m2n.messages` holding `messages`, at the end
-/// of its body, or none when there are none. The tables are filled in
-/// place: they are the op's properties, so nothing is uniqued or copied.
+/// of its body, or none when there are none. The tables are the op's
+/// properties, filled in place in chunks on the context's threads.
 static void writeMessages(RefitOp refit, ArrayRef<plan::Message> messages) {
   auto ops = refit.getBody().getOps<MessagesOp>();
   MessagesOp op = ops.empty() ? MessagesOp() : *ops.begin();
@@ -302,23 +319,37 @@ static void writeMessages(RefitOp refit, ArrayRef<plan::Message> messages) {
   } else if (&body.back() != op.getOperation()) {
     op->moveBefore(&body, body.end());
   }
+  std::vector<size_t> firstPart(messages.size() + 1, 0);
+  for (size_t m = 0; m < messages.size(); ++m)
+    firstPart[m + 1] = firstPart[m] + messages[m].parts.size();
   MessagesOp::Properties &properties = op.getProperties();
   SmallVector<int64_t> &table = properties.table;
   SmallVector<int64_t> &parts = properties.parts;
-  size_t partCount = 0;
-  for (const plan::Message &message : messages)
-    partCount += message.parts.size();
-  table.clear();
-  parts.clear();
-  table.reserve(messages.size() * MessagesOp::kRowWidth);
-  parts.reserve(partCount * kPartWidth);
-  for (const plan::Message &message : messages) {
-    table.append({message.step, message.sender, message.receiver,
-                  message.bytes, message.zeroCopy ? 1 : 0,
-                  static_cast<int64_t>(message.parts.size())});
-    for (const plan::MessagePart &part : message.parts)
-      parts.append({part.group, part.slice, part.memberBegin, part.memberEnd});
-  }
+  table.resize_for_overwrite(messages.size() * MessagesOp::kRowWidth);
+  parts.resize_for_overwrite(firstPart.back() * kPartWidth);
+  size_t chunks = (messages.size() + kMessageChunk - 1) / kMessageChunk;
+  plan::forEachIndex(chunks, groupPool(refit.getContext()), [&](size_t chunk) {
+    size_t begin = chunk * kMessageChunk;
+    size_t end = std::min(messages.size(), begin + kMessageChunk);
+    int64_t *row = table.data() + begin * MessagesOp::kRowWidth;
+    int64_t *part = parts.data() + firstPart[begin] * kPartWidth;
+    for (const plan::Message &message : messages.slice(begin, end - begin)) {
+      row[MessagesOp::kStep] = message.step;
+      row[MessagesOp::kSender] = message.sender;
+      row[MessagesOp::kReceiver] = message.receiver;
+      row[MessagesOp::kBytes] = message.bytes;
+      row[MessagesOp::kZeroCopy] = message.zeroCopy ? 1 : 0;
+      row[MessagesOp::kPartCount] = static_cast<int64_t>(message.parts.size());
+      row += MessagesOp::kRowWidth;
+      for (const plan::MessagePart &each : message.parts) {
+        part[0] = each.group;
+        part[1] = each.slice;
+        part[2] = each.memberBegin;
+        part[3] = each.memberEnd;
+        part += kPartWidth;
+      }
+    }
+  });
 }
 
 void writePlan(RefitOp refit, const plan::Plan &plan) {
@@ -327,42 +358,45 @@ void writePlan(RefitOp refit, const plan::Plan &plan) {
   if (plan.numSteps > 0) {
     refit.setNumSteps(plan.numSteps);
     refit.setStagingBudget(plan.stagingBudget);
+    return;
   }
+  refit.removeNumStepsAttr();
+  refit.removeStagingBudgetAttr();
+  refit.removeScheduleTopologyAttr();
 }
 
-FailureOr<plan::Plan *> PlanCache::get(RefitOp refit) {
-  auto it = plans.find(refit);
-  if (it != plans.end())
-    return &it->second;
-  FailureOr<plan::Plan> plan = readPlan(refit);
-  if (failed(plan))
-    return failure();
-  return &(plans[refit] = std::move(*plan));
+/// The topology as `schedule_topology` records it: a topology file's keys,
+/// in its units.
+static DictionaryAttr topologyAttr(MLIRContext *context,
+                                   const plan::Topology &topology) {
+  Builder builder(context);
+  return builder.getDictionaryAttr({
+      builder.getNamedAttr(
+          "inter_node_gbps",
+          builder.getF64FloatAttr(topology.interNodeBandwidth / 1e9)),
+      builder.getNamedAttr(
+          "intra_node_gbps",
+          builder.getF64FloatAttr(topology.intraNodeBandwidth / 1e9)),
+      builder.getNamedAttr(
+          "latency_us", builder.getF64FloatAttr(topology.latencySeconds * 1e6)),
+      builder.getNamedAttr("ranks_per_node",
+                           builder.getI64IntegerAttr(topology.ranksPerNode)),
+      builder.getNamedAttr("step_us",
+                           builder.getF64FloatAttr(topology.stepSeconds * 1e6)),
+  });
 }
 
-void PlanCache::set(RefitOp refit, plan::Plan plan) {
-  plans[refit] = std::move(plan);
+void recordScheduleTopology(RefitOp refit, const plan::Topology &topology) {
+  refit.setScheduleTopologyAttr(topologyAttr(refit.getContext(), topology));
 }
 
-void PlanCache::setSchedule(RefitOp refit, int64_t stagingBudget,
-                            StringRef topology,
-                            plan::ScheduledMessages schedule) {
-  schedules[refit] = {stagingBudget, topology.str(), std::move(schedule)};
-}
-
-void PlanCache::dropSchedule(RefitOp refit) { schedules.erase(refit); }
-
-std::optional<plan::ScheduledMessages>
-PlanCache::takeSchedule(RefitOp refit, int64_t stagingBudget,
-                        StringRef topology) {
-  auto it = schedules.find(refit);
-  if (it == schedules.end())
-    return std::nullopt;
-  PendingSchedule pending = std::move(it->second);
-  schedules.erase(it);
-  if (pending.stagingBudget != stagingBudget || pending.topology != topology)
-    return std::nullopt;
-  return std::move(pending.schedule);
+bool isScheduledFor(RefitOp refit, int64_t stagingBudget,
+                    const plan::Topology &topology) {
+  std::optional<uint64_t> budget = refit.getStagingBudget();
+  return refit.getNumSteps() && budget &&
+         static_cast<int64_t>(*budget) == stagingBudget &&
+         refit.getScheduleTopologyAttr() ==
+             topologyAttr(refit.getContext(), topology);
 }
 
 LogicalResult expandFanOuts(RefitOp refit, plan::Plan &plan) {
@@ -375,19 +409,25 @@ LogicalResult expandFanOuts(RefitOp refit, plan::Plan &plan) {
 }
 
 LogicalResult
-transformPlans(ModuleOp module, PlanCache &cache,
+transformPlan(RefitOp refit,
+              function_ref<LogicalResult(RefitOp, plan::Plan &)> transform,
+              FanOuts fanOuts) {
+  FailureOr<plan::Plan> plan = readPlan(refit);
+  if (failed(plan) ||
+      (fanOuts == FanOuts::Expand && failed(expandFanOuts(refit, *plan))) ||
+      failed(transform(refit, *plan)))
+    return failure();
+  writePlan(refit, *plan);
+  return success();
+}
+
+LogicalResult
+transformPlans(ModuleOp module,
                function_ref<LogicalResult(RefitOp, plan::Plan &)> transform,
                FanOuts fanOuts) {
-  for (RefitOp refit : module.getOps<RefitOp>()) {
-    FailureOr<plan::Plan *> plan = cache.get(refit);
-    // The plan is about to change: a schedule recorded for it is stale.
-    cache.dropSchedule(refit);
-    if (failed(plan) ||
-        (fanOuts == FanOuts::Expand && failed(expandFanOuts(refit, **plan))) ||
-        failed(transform(refit, **plan)))
+  for (RefitOp refit : module.getOps<RefitOp>())
+    if (failed(transformPlan(refit, transform, fanOuts)))
       return failure();
-    writePlan(refit, **plan);
-  }
   return success();
 }
 

@@ -24,7 +24,7 @@ struct RelayPass : impl::RelayPassBase<RelayPass> {
     options.maxRounds = maxRounds;
     options.pool = groupPool(&getContext());
     auto result = transformPlans(
-        getOperation(), getAnalysis<PlanCache>(),
+        getOperation(),
         [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
           if (mlir::failed(checkNotFused(refit, plan, "m2n-relay")))
             return mlir::failure();
@@ -37,7 +37,6 @@ struct RelayPass : impl::RelayPassBase<RelayPass> {
         FanOuts::Keep);
     if (mlir::failed(result))
       return signalPassFailure();
-    markAnalysesPreserved<PlanCache>();
   }
 };
 } // namespace

@@ -29,22 +29,43 @@ void emitReport(RefitOp refit, const plan::PlanCost &cost) {
       << llvm::formatv("{0:F2}", ratio).str() << "x)";
 }
 
-/// The schedule of `refit`'s plan known from an earlier pass, given to the
-/// plan, or a new one.
-llvm::Expected<plan::ScheduleStats> scheduleOrTake(
-    plan::Plan &plan, const plan::ScheduleOptions &options,
-    llvm::DenseMap<mlir::Operation *, plan::ScheduledMessages> &known,
-    RefitOp refit) {
-  auto it = known.find(refit);
-  if (it == known.end())
-    return plan::schedule(plan, options);
-  plan::ScheduleStats stats = it->second.stats;
-  std::move(it->second).applyTo(plan);
-  return stats;
-}
-
 struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
   using SchedulePassBase::SchedulePassBase;
+
+  /// Schedules the plan of `refit`, unless IR holds a schedule made for
+  /// this budget and topology (m2n-fuse makes one on the way to choosing
+  /// the messages), which is the one this pass would make: that plan is
+  /// only read, for the statistics and the report.
+  mlir::LogicalResult scheduleRefit(RefitOp refit,
+                                    const plan::ScheduleOptions &options,
+                                    const plan::CostModel &model) {
+    if (isScheduledFor(refit, stagingBytes, model.getTopology())) {
+      mlir::FailureOr<plan::Plan> plan = readPlan(refit);
+      if (mlir::failed(plan))
+        return mlir::failure();
+      plan::PlanCost cost = model.cost(*plan);
+      numSteps += plan->numSteps;
+      stagingPeak.updateMax(cost.stagingPeak);
+      if (report)
+        emitReport(refit, cost);
+      return mlir::success();
+    }
+    return transformPlan(
+        refit, [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
+          llvm::Expected<plan::ScheduleStats> stats =
+              plan::schedule(plan, options);
+          if (!stats)
+            return emitRefitError(refit)
+                   << "cannot schedule refit @" << refit.getSymName() << ": "
+                   << llvm::toString(stats.takeError());
+          recordScheduleTopology(refit, model.getTopology());
+          numSteps += stats->steps;
+          stagingPeak.updateMax(stats->stagingPeak);
+          if (report)
+            emitReport(refit, model.cost(plan));
+          return mlir::success();
+        });
+  }
 
   void runOnOperation() override {
     mlir::FailureOr<plan::CostModel> model =
@@ -55,32 +76,9 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
     options.stagingBudget = stagingBytes;
     options.model = &*model;
     options.pool = groupPool(&getContext());
-    // What m2n-fuse scheduled on the way to choosing the messages, in the
-    // same budget and topology, is the schedule this pass would make.
-    PlanCache &cache = getAnalysis<PlanCache>();
-    llvm::DenseMap<mlir::Operation *, plan::ScheduledMessages> known;
     for (RefitOp refit : getOperation().getOps<RefitOp>())
-      if (std::optional<plan::ScheduledMessages> schedule =
-              cache.takeSchedule(refit, stagingBytes, topology))
-        known.try_emplace(refit, std::move(*schedule));
-    auto result = transformPlans(
-        getOperation(), cache,
-        [&](RefitOp refit, plan::Plan &plan) -> mlir::LogicalResult {
-          llvm::Expected<plan::ScheduleStats> stats = scheduleOrTake(
-              plan, options, known, refit);
-          if (!stats)
-            return emitRefitError(refit)
-                   << "cannot schedule refit @" << refit.getSymName() << ": "
-                   << llvm::toString(stats.takeError());
-          numSteps += stats->steps;
-          stagingPeak.updateMax(stats->stagingPeak);
-          if (report)
-            emitReport(refit, model->cost(plan));
-          return mlir::success();
-        });
-    if (mlir::failed(result))
-      return signalPassFailure();
-    markAnalysesPreserved<PlanCache>();
+      if (mlir::failed(scheduleRefit(refit, options, *model)))
+        return signalPassFailure();
   }
 };
 } // namespace

@@ -10,7 +10,7 @@
 // RUN: echo '{"latency_us": -1}' > %t.bad.json
 // RUN: not m2n-opt %s -m2n-compile=topology=%t.bad.json 2>&1 | FileCheck %s --check-prefix=BAD-TOPOLOGY
 
-// CHECK-LABEL: m2n.refit @llama_mini attributes {num_steps = 1 : i64, staging_budget = 1073741824 : i64}
+// CHECK-LABEL: m2n.refit @llama_mini attributes {num_steps = 1 : i64, schedule_topology = {{.*}}, staging_budget = 1073741824 : i64}
 // CHECK-NOT:     m2n.reshard
 // CHECK:         m2n.transfers
 // CHECK:         m2n.messages {

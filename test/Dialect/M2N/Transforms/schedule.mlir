@@ -7,7 +7,7 @@
 // 0's time, the first goes to step 0, the second to step 1, where rank 0
 // is less busy, and the third to step 0 again.
 // REPORT:      remark: refit @budget: 2 steps, 3 messages, 96 wire bytes, 0 local copy bytes, staging peak 64 bytes; predicted 70.0 us, lower bound 30.0 us (2.33x)
-// CHECK-LABEL: m2n.refit @budget attributes {num_steps = 2 : i64, staging_budget = 64 : i64}
+// CHECK-LABEL: m2n.refit @budget attributes {num_steps = 2 : i64, schedule_topology = {{.*}}, staging_budget = 64 : i64}
 // CHECK:           step 0 : 0 -> 1 bytes 32 parts [g0 s0 m0..1]
 // CHECK-NEXT:      step 0 : 0 -> 3 bytes 32 parts [g0 s2 m0..1]
 // CHECK-NEXT:      step 1 : 0 -> 2 bytes 32 parts [g0 s1 m0..1]

@@ -22,7 +22,11 @@ def M2N_RefitOp : M2N_Op<"refit", [
 
     Once scheduled (`m2n-schedule`), `num_steps` gives the number of steps
     that every rank runs and `staging_budget` the staging bytes per rank
-    that the schedule keeps within.
+    that the schedule keeps within; `schedule_topology` records the
+    topology the schedule was made for, in a topology file's keys and
+    units, so that m2n-schedule keeps a schedule already made for its own
+    budget and topology (m2n-fuse schedules the messages it chooses
+    between) rather than making it again.
 
     The verifier rejects two tensors of one name, a tensor resharded more
     than once (by `m2n.reshard` or `m2n.transfers`), more meshes or tensors
@@ -44,7 +48,8 @@ def M2N_RefitOp : M2N_Op<"refit", [
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        OptionalAttr<I64Attr>:$num_steps,
-                       OptionalAttr<I64Attr>:$staging_budget);
+                       OptionalAttr<I64Attr>:$staging_budget,
+                       OptionalAttr<DictionaryAttr>:$schedule_topology);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   // After the ops of the body: it reads their names and steps, which their
@@ -173,6 +178,11 @@ def M2N_TransfersOp : M2N_Op<"transfers", [
       them, and every other pass first writes out the slices they stand
       for. They are read from a source shard in round 0.
 
+    The slices are one compact table, a row per slice, held as a property
+    of the op (not uniqued in the context, and rewritten in place by the
+    passes): sender, receiver, origin (0 source, 1 destination), round,
+    then the box's offsets and sizes.
+
     The verifier checks the table's structure (ranks below 2^20, rounds
     below 2^31, boxes within the tensor) and the layouts; `m2n-verify`
     checks that the slices deliver every destination byte exactly once.
@@ -194,7 +204,7 @@ def M2N_TransfersOp : M2N_Op<"transfers", [
   let arguments = (ins Variadic<AnyStaticShapeTensor>:$tensors,
                        M2N_LayoutAttr:$src,
                        M2N_LayoutAttr:$dst,
-                       DenseI64ArrayAttr:$slices);
+                       IntArrayProp<I64Prop>:$slices);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -131,7 +131,9 @@ def FusePass : Pass<"m2n-fuse", "mlir::ModuleOp"> {
     each halving schedules faster than the last, and in 32 chunks per pair
     and root (a forward passing on one chunk of every root); the finer
     messages are kept where the cost model, scheduling each, finds them
-    clearly faster.
+    clearly faster. Messages fused for the cost model are written
+    scheduled, with the topology recorded as `schedule_topology`, so that
+    m2n-schedule keeps their schedule.
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
@@ -162,7 +164,9 @@ def SchedulePass : Pass<"m2n-schedule", "mlir::ModuleOp"> {
     step counts, rounds one after another, and list schedules that fill
     steps one after another with the ready messages that fit a share of
     the busiest rank's work) and the one the cost model finds fastest is
-    kept. Records `num_steps` and `staging_budget` on the refit. With
+    kept. Records `num_steps`, `staging_budget` and `schedule_topology` on
+    the refit; a refit that already records this budget and topology keeps
+    its schedule. With
     `report`, a remark gives each plan's steps, messages, bytes, staging
     peak, and the cost model's time against the lower bound.
   }];

@@ -1,14 +1,13 @@
 //===- PlanIR.h - Between m2n IR and the transfer plan ----------*- C++ -*-===//
 //
-// The passes keep a refit's plan in IR: slice tables on `m2n.transfers`,
-// the message tables on `m2n.messages`, the schedule on `m2n.refit`. Each
-// pass reads the plan, transforms it with the algorithms of m2n/Plan, and
-// writes it back. Group g of the plan is the g-th `m2n.transfers` of the refit;
-// tensor t is its t-th `m2n.tensor`; mesh m its m-th `m2n.mesh`.
-//
-// Reading a real model's plan back means hundreds of thousands of slices
-// and millions of messages, so a pass leaves the plan it wrote in
-// a PlanCache, an analysis of the module, for the next m2n pass to take up.
+// A refit's plan lives in IR alone: slice tables on `m2n.transfers`, the
+// message tables on `m2n.messages`, the schedule on `m2n.refit`, all of
+// them compact tables held as properties. Each pass reads the plan,
+// transforms it with the algorithms of m2n/Plan, and writes it back; nothing
+// of it is kept between passes, so that what a pass leaves in IR is all the
+// next one (or the export) sees. Group g of the plan is the g-th
+// `m2n.transfers` of the refit; tensor t is its t-th `m2n.tensor`; mesh m
+// its m-th `m2n.mesh`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,60 +50,36 @@ void writeTransfers(RefitOp refit, const plan::Plan &plan);
 mlir::FailureOr<plan::Plan> readPlan(RefitOp refit);
 
 /// Writes a plan read by readPlan back: the slices of each group, the
-/// messages, and, once scheduled, the step count and staging budget.
+/// messages, and, once scheduled, the step count and staging budget (which,
+/// with the topology recorded, it removes from a plan not scheduled).
 void writePlan(RefitOp refit, const plan::Plan &plan);
 
-/// The plans of a module's refits exactly as the last m2n pass wrote them
-/// to IR: an analysis of the module. A pass that writes plans and marks the
-/// cache preserved keeps it equal to the IR; any other pass invalidates it,
-/// and the next m2n pass reads the IR again.
-class PlanCache {
-public:
-  explicit PlanCache(mlir::Operation *) {}
+/// Records on `refit`, whose plan has just been scheduled, the topology the
+/// schedule was made for, so that m2n-schedule keeps the schedule (for that
+/// topology and the refit's staging budget) instead of making it again.
+/// Writing a plan that is not scheduled clears the record.
+void recordScheduleTopology(RefitOp refit, const plan::Topology &topology);
 
-  /// The plan of `refit`: the cached one, or read from IR (and cached).
-  /// Fails, with readPlan's diagnostic, on a refit that cannot be read.
-  mlir::FailureOr<plan::Plan *> get(RefitOp refit);
-  /// Records `plan` as what `refit` holds in IR.
-  void set(RefitOp refit, plan::Plan plan);
-
-  /// Records a schedule that a pass worked out for the plan it leaves in
-  /// `refit` (m2n-fuse schedules the messages it chooses between), in a
-  /// staging budget and for the topology file `topology` ("" the default),
-  /// for m2n-schedule to take instead of scheduling the same plan again.
-  /// It lives as long as the cache: a pass that changes the plan without
-  /// preserving the cache drops it.
-  void setSchedule(RefitOp refit, int64_t stagingBudget,
-                   llvm::StringRef topology, plan::ScheduledMessages schedule);
-  /// The schedule recorded for `refit` in that budget and topology, taken
-  /// out of the cache; none when there is none or it was for others.
-  std::optional<plan::ScheduledMessages>
-  takeSchedule(RefitOp refit, int64_t stagingBudget, llvm::StringRef topology);
-  /// Forgets the schedule recorded for `refit`, if any.
-  void dropSchedule(RefitOp refit);
-
-private:
-  struct PendingSchedule {
-    int64_t stagingBudget;
-    std::string topology;
-    plan::ScheduledMessages schedule;
-  };
-  llvm::DenseMap<mlir::Operation *, plan::Plan> plans;
-  llvm::DenseMap<mlir::Operation *, PendingSchedule> schedules;
-};
+/// Whether `refit` holds a schedule made within `stagingBudget` for
+/// `topology`, as recordScheduleTopology recorded it.
+bool isScheduledFor(RefitOp refit, int64_t stagingBudget,
+                    const plan::Topology &topology);
 
 /// What a pass does with fan-out slices (`S -> * [box]`): works on them,
 /// or needs the slices they stand for.
 enum class FanOuts { Keep, Expand };
 
-/// Runs `transform` on the plan of every refit in `module`, taken from
-/// `cache`, with its fan-out slices expanded first unless `fanOuts` keeps
-/// them, and when that succeeds writes the plan back to IR, leaving the
-/// cache equal to it. A schedule recorded for the plan is dropped before
-/// `transform` runs (which may record another). Stops at the first
-/// failure; the caller then must not preserve the cache.
+/// Runs `transform` on the plan of `refit`, read from IR, with its fan-out
+/// slices expanded first unless `fanOuts` keeps them, and when that
+/// succeeds writes the plan back to IR.
+mlir::LogicalResult transformPlan(
+    RefitOp refit,
+    llvm::function_ref<mlir::LogicalResult(RefitOp, plan::Plan &)> transform,
+    FanOuts fanOuts = FanOuts::Expand);
+
+/// transformPlan on every refit in `module`; stops at the first failure.
 mlir::LogicalResult transformPlans(
-    mlir::ModuleOp module, PlanCache &cache,
+    mlir::ModuleOp module,
     llvm::function_ref<mlir::LogicalResult(RefitOp, plan::Plan &)> transform,
     FanOuts fanOuts = FanOuts::Expand);
 
