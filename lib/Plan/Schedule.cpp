@@ -1304,6 +1304,262 @@ static Schedule lockstepRounds(
   return schedule;
 }
 
+namespace {
+/// Improves a schedule by moving messages between its steps, as long as
+/// the plan's time by the model falls: a list schedule fills each step
+/// greedily and never returns to one, and placing into fixed steps looks
+/// at one message at a time, so both leave steps whose busiest ranks could
+/// hand a message to a step where their ranks have room, and tails of a
+/// few forwards that could have gone earlier. For a step, every rank at
+/// its busiest hands one of its messages in the step to the step of its
+/// window (after its inputs, before what waits on it) where it adds least;
+/// the moves are kept together when the plan's time falls by them, and
+/// undone otherwise: where several ranks are equally busy, as in a
+/// symmetric refit, moving one message alone gains nothing.
+class StepRefiner {
+public:
+  StepRefiner(const Plan &plan, const Dependencies &dependencies,
+              const StepLoads &loads, double stepSeconds, Schedule &schedule)
+      : dependencies(dependencies), stepSeconds(stepSeconds),
+        budget(loads.stagingBudget()), slots(loads.slotCount()),
+        steps(static_cast<size_t>(schedule.count)), step(schedule.steps) {
+    size_t count = plan.messages.size();
+    footprints.reserve(count);
+    for (const Message &message : plan.messages)
+      footprints.push_back(loads.footprint(message));
+    sending.assign(steps * slots, 0);
+    receiving.assign(steps * slots, 0);
+    staged.assign(steps * slots, 0);
+    longest.assign(steps, 0);
+    messagesIn.assign(steps, 0);
+    for (size_t m = 0; m < count; ++m)
+      add(m, static_cast<size_t>(step[m]));
+    indexBySlot(count);
+  }
+
+  /// Whether the tables of every rank and step stay small enough to keep.
+  static bool affordable(size_t steps, size_t slots) {
+    return steps * slots <= kMostCells;
+  }
+
+  /// Improves the schedule step by step, busiest steps first, until a
+  /// round over all steps improves none or the work allowed is spent, and
+  /// writes it back.
+  void run(Schedule &schedule) {
+    for (int round = 0; round < kMostRounds && work < kMostWork; ++round) {
+      std::vector<size_t> order(steps);
+      std::iota(order.begin(), order.end(), 0);
+      llvm::stable_sort(order, [&](size_t a, size_t b) {
+        return longest[a] > longest[b];
+      });
+      bool improved = false;
+      for (size_t s : order)
+        while (work < kMostWork && messagesIn[s] > 0 && improveStep(s))
+          improved = true;
+      if (!improved)
+        break;
+    }
+    schedule.steps = step;
+    schedule.seconds = 0;
+    schedule.stagingPeak = 0;
+    for (size_t s = 0; s < steps; ++s)
+      schedule.seconds += costOf(s);
+    for (int64_t bytes : staged)
+      schedule.stagingPeak = std::max(schedule.stagingPeak, bytes);
+  }
+
+private:
+  /// Enough for 2,048 ranks over 2,048 steps: 100 MB of tables at most.
+  static constexpr size_t kMostCells = size_t(1) << 22;
+  static constexpr int kMostRounds = 8;
+  /// Steps looked at and ranks scanned, about a second's worth.
+  static constexpr double kMostWork = 3e8;
+
+  /// A message moved from one step to another, to be undone.
+  struct Move {
+    uint32_t message;
+    size_t from, to;
+  };
+
+  void add(size_t m, size_t s) { shift(m, s, 1); }
+  void remove(size_t m, size_t s) { shift(m, s, -1); }
+  void shift(size_t m, size_t s, int sign) {
+    const StepLoads::Footprint &f = footprints[m];
+    double &send = sending[s * slots + f.from];
+    double &receive = receiving[s * slots + f.to];
+    send += sign * f.seconds;
+    receive += sign * f.seconds;
+    // Sums of seconds taken away again may leave rounding behind.
+    if (send < 1e-15)
+      send = 0;
+    if (receive < 1e-15)
+      receive = 0;
+    staged[s * slots + f.from] += sign * f.bytes;
+    staged[s * slots + f.to] += sign * f.bytes;
+    messagesIn[s] += sign;
+    if (sign > 0)
+      longest[s] = std::max({longest[s], send, receive});
+  }
+
+  /// The busiest rank's time in step s, read afresh.
+  double busiestIn(size_t s) const {
+    const double *send = sending.data() + s * slots;
+    const double *receive = receiving.data() + s * slots;
+    double most = 0;
+    for (size_t r = 0; r < slots; ++r)
+      most = std::max({most, send[r], receive[r]});
+    return most;
+  }
+
+  /// The steps message m may go in: after its inputs' and before those of
+  /// the messages waiting on it.
+  std::pair<size_t, size_t> window(size_t m) const {
+    size_t first = 0, last = steps - 1;
+    for (uint32_t input : dependencies.of(m))
+      first = std::max(first, static_cast<size_t>(step[input]) + 1);
+    for (uint32_t set : dependencies.setsWaitingOn(m))
+      for (uint32_t waiter : dependencies.membersOf(set))
+        last = std::min(last, static_cast<size_t>(step[waiter]) - 1);
+    return {first, last};
+  }
+
+  /// What moving message m into step t adds to that step's busiest rank,
+  /// or nothing when staging has no room there.
+  std::optional<double> costIn(size_t m, size_t t) const {
+    const StepLoads::Footprint &f = footprints[m];
+    if (!StepLoads::fits(staged[t * slots + f.from], staged[t * slots + f.to],
+                         f.bytes, f.from == f.to, budget))
+      return std::nullopt;
+    double busy = std::max(sending[t * slots + f.from] + f.seconds,
+                           receiving[t * slots + f.to] + f.seconds);
+    return std::max(0.0, busy - longest[t]) +
+           (messagesIn[t] == 0 ? stepSeconds : 0);
+  }
+
+  /// What step s costs: its busiest rank and its own cost, nothing when
+  /// it is empty (it will be dropped).
+  double costOf(size_t s) const {
+    return messagesIn[s] > 0 ? longest[s] + stepSeconds : 0;
+  }
+
+  /// Moves one message of every rank at its busiest in step s elsewhere,
+  /// and keeps the moves when the plan's time falls by them.
+  bool improveStep(size_t s) {
+    double level = longest[s];
+    double near = level * (1 - 1e-9);
+    std::vector<Move> moves;
+    std::vector<std::pair<size_t, double>> touched;
+    auto undo = [&] {
+      for (auto move = moves.rbegin(); move != moves.rend(); ++move) {
+        remove(move->message, move->to);
+        add(move->message, move->from);
+        step[move->message] = static_cast<int64_t>(move->from);
+      }
+      for (auto each = touched.rbegin(); each != touched.rend(); ++each)
+        longest[each->first] = each->second;
+      longest[s] = level;
+      return false;
+    };
+    work += static_cast<double>(slots);
+    for (size_t r = 0; r < slots; ++r)
+      for (bool sends : {true, false}) {
+        const std::vector<double> &table = sends ? sending : receiving;
+        // An earlier move of the step may have relieved this rank already.
+        if (table[s * slots + r] < near)
+          continue;
+        std::optional<std::pair<uint32_t, size_t>> chosen;
+        std::tuple<double, double> best;
+        for (uint32_t m : sends ? sentBy(r) : receivedBy(r)) {
+          if (static_cast<size_t>(step[m]) != s)
+            continue;
+          auto [first, last] = window(m);
+          work += static_cast<double>(last + 1 - std::min(first, last + 1));
+          for (size_t t = first; t <= last && t < steps; ++t) {
+            if (t == s)
+              continue;
+            std::optional<double> cost = costIn(m, t);
+            if (!cost)
+              continue;
+            std::tuple<double, double> key = {*cost, -footprints[m].seconds};
+            if (!chosen || key < best) {
+              chosen = {m, t};
+              best = key;
+            }
+          }
+        }
+        if (!chosen)
+          return undo();
+        auto [m, t] = *chosen;
+        touched.push_back({t, longest[t]});
+        remove(m, s);
+        add(m, t);
+        step[m] = static_cast<int64_t>(t);
+        moves.push_back({m, s, t});
+      }
+    longest[s] = busiestIn(s);
+    double change = costOf(s) - (level + stepSeconds);
+    // Each step touched counts once, at what it was before the first move:
+    // busiest then, and empty if it was, which only messages moved in make
+    // it no longer.
+    llvm::DenseMap<size_t, double> before;
+    for (auto [t, seconds] : touched)
+      before.try_emplace(t, seconds);
+    for (auto [t, seconds] : before) {
+      bool wasEmpty = llvm::count_if(moves, [&, t = t](const Move &move) {
+                        return move.to == t;
+                      }) == messagesIn[t];
+      change += costOf(t) - (wasEmpty ? 0 : seconds + stepSeconds);
+    }
+    if (change < -1e-9 * level)
+      return true;
+    return undo();
+  }
+
+  void indexBySlot(size_t count) {
+    sentStart.assign(slots + 1, 0);
+    receivedStart.assign(slots + 1, 0);
+    for (const StepLoads::Footprint &f : footprints) {
+      ++sentStart[f.from + 1];
+      ++receivedStart[f.to + 1];
+    }
+    std::partial_sum(sentStart.begin(), sentStart.end(), sentStart.begin());
+    std::partial_sum(receivedStart.begin(), receivedStart.end(),
+                     receivedStart.begin());
+    sent.resize(count);
+    received.resize(count);
+    std::vector<size_t> nextSent(sentStart.begin(), sentStart.end() - 1),
+        nextReceived(receivedStart.begin(), receivedStart.end() - 1);
+    for (uint32_t m = 0; m < count; ++m) {
+      sent[nextSent[footprints[m].from]++] = m;
+      received[nextReceived[footprints[m].to]++] = m;
+    }
+  }
+  llvm::ArrayRef<uint32_t> sentBy(size_t r) const {
+    return llvm::ArrayRef(sent).slice(sentStart[r],
+                                      sentStart[r + 1] - sentStart[r]);
+  }
+  llvm::ArrayRef<uint32_t> receivedBy(size_t r) const {
+    return llvm::ArrayRef(received).slice(
+        receivedStart[r], receivedStart[r + 1] - receivedStart[r]);
+  }
+
+  const Dependencies &dependencies;
+  double stepSeconds;
+  int64_t budget;
+  size_t slots, steps;
+  std::vector<int64_t> step;
+  std::vector<StepLoads::Footprint> footprints;
+  /// Rank slot r in step s: [s * slots + r].
+  std::vector<double> sending, receiving;
+  std::vector<int64_t> staged;
+  std::vector<double> longest;
+  std::vector<int64_t> messagesIn;
+  std::vector<uint32_t> sent, received;
+  std::vector<size_t> sentStart, receivedStart;
+  double work = 0;
+};
+} // namespace
+
 /// With a model: a plan without forwards in the fewest steps staging
 /// allows; one with forwards in whichever of a few step counts, or of
 /// rounds one after another, the model finds fastest. Returns the step
@@ -1458,8 +1714,11 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
     }
   }
 
+  Schedule chosen = best.schedule();
+  if (StepRefiner::affordable(static_cast<size_t>(chosen.count),
+                              fewest.slotCount()))
+    StepRefiner(plan, dependencies, fewest, stepSeconds, chosen).run(chosen);
   // A step left empty costs its overhead and moves nothing.
-  const Schedule &chosen = best.schedule();
   std::vector<int64_t> renumbered(chosen.count, -1);
   for (int64_t step : chosen.steps)
     renumbered[step] = 0;
