@@ -33,8 +33,10 @@ struct InspectOptions {
   bool disassemble = false;
   /// The rank to disassemble, or -1 for all.
   int rank = -1;
-  /// Also print, per step, the busiest rank against the even share.
+  /// Also print, per step, the busiest rank against the even share, priced
+  /// by the topology in this file (empty: the default, as compile's).
   bool steps = false;
+  std::string topologyPath;
   /// Also draw the traffic here, when not empty: a standalone SVG picture,
   /// and an HTML page with the picture and a table of the steps.
   std::string svgPath;

@@ -5,6 +5,7 @@
 #include "PlanPicture.h"
 #include "PlanTraffic.h"
 
+#include "m2n/Plan/CostModel.h"
 #include "m2n/plan.h"
 #include "plan_internal.h"
 
@@ -13,6 +14,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <vector>
 
 namespace m2n::driver {
@@ -118,50 +120,129 @@ void printText(llvm::StringRef path, const m2n_plan_header_t &header,
   }
 }
 
-/// Per step, where the plan loses against an even spread: the step's
-/// busiest rank (sending or receiving, whichever is further above its
-/// side's even share) against the share each rank that sends (or receives)
-/// anywhere in the plan would carry if the step's bytes were spread evenly,
-/// and the ranks idle in the step. Fill, drain and imbalance show as high
-/// ratios and many idle ranks. Bytes, not seconds: the plan file does not
-/// say what the links were.
-void printSteps(const LoadedPlan &plan) {
+/// A plan's time by the cost model, step by step: per step, its busiest
+/// rank, sending or receiving (the lowest rank of a tie, sending before
+/// receiving), and that rank's seconds, the step's time less its own
+/// cost; and the rank with the most work in the plan (its sends or its
+/// receives over all steps) and its seconds in each step, whose shortfall
+/// against the busiest shows where it waits, as in a pipeline's fill.
+struct StepTimes {
+  struct Busiest {
+    double seconds = 0;
+    uint64_t rank = 0;
+    bool sending = true;
+  };
+  std::vector<Busiest> busiest;
+  uint64_t loadedRank = 0;
+  double loadedSeconds = 0;
+  std::vector<double> loaded;
+};
+
+StepTimes stepTimes(const m2n_plan_header_t &header, const Summary &summary,
+                    const plan::CostModel &model) {
+  auto secondsOf = [&](const MessageInfo &message) {
+    return model.messageSeconds(static_cast<int64_t>(message.sender),
+                                static_cast<int64_t>(message.receiver),
+                                static_cast<int64_t>(message.bytes));
+  };
+  StepTimes times;
+  times.busiest.resize(header.step_count);
+  times.loaded.assign(header.step_count, 0);
+  // Over all steps first, to find the rank with the most work.
+  std::vector<double> sending(header.world_size), receiving(header.world_size);
+  for (const MessageInfo &message : summary.messages) {
+    sending[message.sender] += secondsOf(message);
+    receiving[message.receiver] += secondsOf(message);
+  }
+  bool loadedSends = true;
+  for (bool send : {true, false})
+    for (uint64_t rank = 0; rank < header.world_size; ++rank)
+      if ((send ? sending : receiving)[rank] > times.loadedSeconds) {
+        times.loadedSeconds = (send ? sending : receiving)[rank];
+        times.loadedRank = rank;
+        loadedSends = send;
+      }
+  std::fill(sending.begin(), sending.end(), 0.0);
+  std::fill(receiving.begin(), receiving.end(), 0.0);
+  std::vector<uint64_t> touched;
+  auto settle = [&](uint64_t step) {
+    llvm::sort(touched);
+    touched.erase(llvm::unique(touched), touched.end());
+    StepTimes::Busiest &most = times.busiest[step];
+    for (bool send : {true, false})
+      for (uint64_t rank : touched)
+        if ((send ? sending : receiving)[rank] > most.seconds)
+          most = {(send ? sending : receiving)[rank], rank, send};
+    times.loaded[step] =
+        (loadedSends ? sending : receiving)[times.loadedRank];
+    for (uint64_t rank : touched)
+      sending[rank] = receiving[rank] = 0;
+    touched.clear();
+  };
+  // The messages are in step order.
+  for (size_t i = 0; i < summary.messages.size(); ++i) {
+    const MessageInfo &message = summary.messages[i];
+    sending[message.sender] += secondsOf(message);
+    receiving[message.receiver] += secondsOf(message);
+    touched.push_back(message.sender);
+    touched.push_back(message.receiver);
+    if (i + 1 == summary.messages.size() ||
+        summary.messages[i + 1].step != message.step)
+      settle(message.step);
+  }
+  return times;
+}
+
+/// Per step, where the plan loses time against its lower bound: the step's
+/// busiest rank by `model` and that rank's time against the even share
+/// (the plan's lower bound over its steps), the step's time (its busiest
+/// rank plus its own cost) over that share, the time in the step of the
+/// rank with the most work in the plan, and the ranks that send (or
+/// receive) anywhere in the plan but are idle in the step. The steps'
+/// times add up to the model's time for the plan: fill, drain and
+/// imbalance show as ratios above 1, a most loaded rank short of the
+/// busiest, and many idle ranks.
+void printSteps(const LoadedPlan &plan, const Summary &summary,
+                const plan::CostModel &model) {
+  const m2n_plan_header_t &header = plan.header();
   Traffic traffic = trafficOf(plan);
-  uint32_t senders = traffic.senders, receivers = traffic.receivers;
+  StepTimes times = stepTimes(header, summary, model);
+  double stepSeconds = model.getTopology().stepSeconds;
+  double bound = double(header.lower_bound_ns) * 1e-9;
+  double share = header.step_count ? bound / double(header.step_count) : 0;
   llvm::raw_ostream &os = llvm::outs();
-  os << llvm::formatv("{0,6} {1,9} {2,14} {3,13} {4,14} {5,14} {6,7} {7,12} "
-                      "{8,14}\n",
-                      "step", "messages", "bytes", "busiest", "its bytes",
-                      "even share", "x even", "idle senders", "idle receivers");
-  double busiestTotal = 0, evenTotal = 0;
+  os << llvm::formatv("{0,6} {1,9} {2,14} {3,13} {4,12} {5,12} {6,7} {7,12} "
+                      "{8,12} {9,14}\n",
+                      "step", "messages", "bytes", "busiest", "its us",
+                      "share us", "x share", "loaded us", "idle senders",
+                      "idle receivers");
+  double total = 0;
   for (size_t s = 0; s < traffic.steps.size(); ++s) {
     const StepTraffic &step = traffic.steps[s];
-    double sendShare = senders ? double(step.bytes) / senders : 0;
-    double receiveShare = receivers ? double(step.bytes) / receivers : 0;
-    double sendRatio = sendShare > 0 ? step.busiestSenderBytes / sendShare : 0;
-    double receiveRatio =
-        receiveShare > 0 ? step.busiestReceiverBytes / receiveShare : 0;
-    bool sending = sendRatio >= receiveRatio;
-    uint64_t bytes =
-        sending ? step.busiestSenderBytes : step.busiestReceiverBytes;
-    double share = sending ? sendShare : receiveShare;
+    const StepTimes::Busiest &most = times.busiest[s];
+    double seconds = most.seconds + stepSeconds;
+    total += seconds;
     std::string rank =
-        (sending ? "send " : "recv ") +
-        std::to_string(sending ? step.busiestSender : step.busiestReceiver);
-    os << llvm::formatv("{0,6} {1,9} {2,14} {3,13} {4,14} {5,14:F0} {6,7:F2} "
-                        "{7,12} {8,14}\n",
-                        s, step.messages, step.bytes, rank, bytes, share,
-                        sending ? sendRatio : receiveRatio,
-                        senders - step.sendingRanks,
-                        receivers - step.receivingRanks);
-    busiestTotal += double(bytes);
-    evenTotal += share;
+        (most.sending ? "send " : "recv ") + std::to_string(most.rank);
+    os << llvm::formatv("{0,6} {1,9} {2,14} {3,13} {4,12:F3} {5,12:F3} "
+                        "{6,7:F2} {7,12:F3} {8,12} {9,14}\n",
+                        s, step.messages, step.bytes, rank, most.seconds * 1e6,
+                        share * 1e6, share > 0 ? seconds / share : 0.0,
+                        times.loaded[s] * 1e6,
+                        traffic.senders - step.sendingRanks,
+                        traffic.receivers - step.receivingRanks);
   }
-  os << llvm::formatv("over {0} steps the busiest ranks carry {1:F0} bytes, "
-                      "{2:F2}x the even shares' {3:F0}\n",
-                      traffic.steps.size(), busiestTotal,
-                      evenTotal > 0 ? busiestTotal / evenTotal : 1.0,
-                      evenTotal);
+  auto time = [](double seconds) {
+    return humanTime(static_cast<uint64_t>(std::llround(seconds * 1e9)));
+  };
+  os << llvm::formatv("loaded: rank {0}, {1} of work in all\n"
+                      "over {2} steps {3} by this topology (the plan's "
+                      "predicted {4}), {5:F2}x its lower bound {6}\n",
+                      times.loadedRank, time(times.loadedSeconds),
+                      traffic.steps.size(), time(total),
+                      humanTime(header.predicted_ns),
+                      bound > 0 ? total / bound : 1.0,
+                      humanTime(header.lower_bound_ns));
 }
 
 /// Writes the pictures that `options` asks for: all of them, or on failure
@@ -195,6 +276,17 @@ int fail(m2n_status_t status) {
 } // namespace
 
 int inspect(const InspectOptions &options) {
+  // The topology first: a bad file fails before the plan is read.
+  plan::Topology topology;
+  if (!options.topologyPath.empty()) {
+    llvm::Expected<plan::Topology> read =
+        plan::readTopology(options.topologyPath);
+    if (!read) {
+      llvm::errs() << llvm::toString(read.takeError()) << "\n";
+      return 1;
+    }
+    topology = *read;
+  }
   m2n_plan_t plan = nullptr;
   // Inspection runs nothing: the structural checks keep it within the
   // file, and the proof of what the plan computes is m2n run's to make.
@@ -219,7 +311,7 @@ int inspect(const InspectOptions &options) {
     else
       printText(options.planPath, loaded.header(), summary);
     if (options.steps)
-      printSteps(loaded);
+      printSteps(loaded, summary, plan::CostModel(topology));
   }
   m2n_plan_destroy(plan);
   return result;

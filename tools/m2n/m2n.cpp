@@ -5,7 +5,8 @@
 //                                     [--no-exchange]
 //                                     [--emit-ir FILE]
 //                                     [--progress | --no-progress]
-//   m2n inspect PLAN.m2n [--json | --disassemble [--rank R] | --steps]
+//   m2n inspect PLAN.m2n [--json | --disassemble [--rank R] |
+//                         --steps [--topology FILE]]
 //                        [--svg FILE] [--html FILE]
 //   m2n run PLAN.m2n --backend sim --src DIR --dst DIR
 //                    [--progress | --no-progress]
@@ -87,6 +88,11 @@ cl::opt<bool> inspectSteps(
     cl::desc("Also print, per step, its busiest rank against the even share "
              "and the idle ranks"),
     cl::sub(inspectCommand));
+cl::opt<std::string> inspectTopologyPath(
+    "topology",
+    cl::desc("Price the --steps table by this JSON topology file (default: "
+             "H200 nodes, as compile's)"),
+    cl::value_desc("file"), cl::sub(inspectCommand));
 cl::opt<int> disassembleRank("rank",
                              cl::desc("Disassemble this rank only"),
                              cl::init(-1), cl::sub(inspectCommand));
@@ -202,6 +208,10 @@ int runInspect() {
               "and --disassemble\n";
     return 1;
   }
+  if (!inspectTopologyPath.empty() && !inspectSteps) {
+    errs() << "error: --topology prices the --steps table and needs --steps\n";
+    return 1;
+  }
   // The pictures draw the summary; the disassembly, perhaps of one rank, is
   // another view of the plan, and a picture beside it would seem to be of
   // that rank alone.
@@ -220,6 +230,7 @@ int runInspect() {
   options.disassemble = disassemble;
   options.rank = disassembleRank;
   options.steps = inspectSteps;
+  options.topologyPath = inspectTopologyPath;
   options.svgPath = svgPath;
   options.htmlPath = htmlPath;
   return m2n::driver::inspect(options);
