@@ -34,14 +34,19 @@ using namespace m2n::presets;
 
 namespace {
 
+// The sweep's own options, apart from those the linked libraries register,
+// which --help leaves out.
+llvm::cl::OptionCategory sweepCategory("Sweep options");
 llvm::cl::opt<uint64_t> seedOption("seed", llvm::cl::desc("Seed of the draw"),
-                                   llvm::cl::init(1));
+                                   llvm::cl::init(1),
+                                   llvm::cl::cat(sweepCategory));
 llvm::cl::opt<unsigned> countOption("count",
                                     llvm::cl::desc("How many refits to draw"),
-                                    llvm::cl::init(100));
+                                    llvm::cl::init(100),
+                                    llvm::cl::cat(sweepCategory));
 llvm::cl::opt<int> onlyOption(
     "only", llvm::cl::desc("Compile only the refit of this index (-1: all)"),
-    llvm::cl::init(-1));
+    llvm::cl::init(-1), llvm::cl::cat(sweepCategory));
 
 /// The draw: modulo rather than the standard distributions, whose results
 /// differ between standard libraries.
@@ -193,6 +198,7 @@ double quantile(std::vector<double> values, double q) {
 } // namespace
 
 int main(int argc, char **argv) {
+  llvm::cl::HideUnrelatedOptions(sweepCategory);
   llvm::cl::ParseCommandLineOptions(argc, argv,
                                     "m2n plan quality over random refits\n");
   Draw draw(seedOption);

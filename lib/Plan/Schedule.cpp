@@ -1319,7 +1319,8 @@ namespace {
 class StepRefiner {
 public:
   StepRefiner(const Plan &plan, const Dependencies &dependencies,
-              const StepLoads &loads, double stepSeconds, Schedule &schedule)
+              const StepLoads &loads, double stepSeconds,
+              const Schedule &schedule)
       : dependencies(dependencies), stepSeconds(stepSeconds),
         budget(loads.stagingBudget()), slots(loads.slotCount()),
         steps(static_cast<size_t>(schedule.count)), step(schedule.steps) {
@@ -1372,7 +1373,9 @@ private:
   /// Enough for 2,048 ranks over 2,048 steps: 100 MB of tables at most.
   static constexpr size_t kMostCells = size_t(1) << 22;
   static constexpr int kMostRounds = 8;
-  /// Steps looked at and ranks scanned, about a second's worth.
+  /// Steps looked at and ranks scanned: a bound on the refiner's time,
+  /// which at 2,048 ranks (DeepSeek-V3 fsdp1024 -> dp16,ep64) is about half
+  /// a second.
   static constexpr double kMostWork = 3e8;
 
   /// A message moved from one step to another, to be undone.
@@ -1448,15 +1451,22 @@ private:
     double level = longest[s];
     double near = level * (1 - 1e-9);
     std::vector<Move> moves;
-    std::vector<std::pair<size_t, double>> touched;
+    // Each step moved into, as it was before its first move: its busiest
+    // rank, and whether it was empty (and so cost nothing: it would have
+    // been dropped).
+    struct Before {
+      double longest;
+      bool empty;
+    };
+    llvm::SmallDenseMap<size_t, Before, 8> before;
     auto undo = [&] {
       for (auto move = moves.rbegin(); move != moves.rend(); ++move) {
         remove(move->message, move->to);
         add(move->message, move->from);
         step[move->message] = static_cast<int64_t>(move->from);
       }
-      for (auto each = touched.rbegin(); each != touched.rend(); ++each)
-        longest[each->first] = each->second;
+      for (auto [t, was] : before)
+        longest[t] = was.longest;
       longest[s] = level;
       return false;
     };
@@ -1467,30 +1477,11 @@ private:
         // An earlier move of the step may have relieved this rank already.
         if (table[s * slots + r] < near)
           continue;
-        std::optional<std::pair<uint32_t, size_t>> chosen;
-        std::tuple<double, double> best;
-        for (uint32_t m : sends ? sentBy(r) : receivedBy(r)) {
-          if (static_cast<size_t>(step[m]) != s)
-            continue;
-          auto [first, last] = window(m);
-          work += static_cast<double>(last + 1 - std::min(first, last + 1));
-          for (size_t t = first; t <= last && t < steps; ++t) {
-            if (t == s)
-              continue;
-            std::optional<double> cost = costIn(m, t);
-            if (!cost)
-              continue;
-            std::tuple<double, double> key = {*cost, -footprints[m].seconds};
-            if (!chosen || key < best) {
-              chosen = {m, t};
-              best = key;
-            }
-          }
-        }
+        std::optional<std::pair<uint32_t, size_t>> chosen = bestMove(s, r, sends);
         if (!chosen)
           return undo();
         auto [m, t] = *chosen;
-        touched.push_back({t, longest[t]});
+        before.try_emplace(t, Before{longest[t], messagesIn[t] == 0});
         remove(m, s);
         add(m, t);
         step[m] = static_cast<int64_t>(t);
@@ -1498,21 +1489,39 @@ private:
       }
     longest[s] = busiestIn(s);
     double change = costOf(s) - (level + stepSeconds);
-    // Each step touched counts once, at what it was before the first move:
-    // busiest then, and empty if it was, which only messages moved in make
-    // it no longer.
-    llvm::DenseMap<size_t, double> before;
-    for (auto [t, seconds] : touched)
-      before.try_emplace(t, seconds);
-    for (auto [t, seconds] : before) {
-      bool wasEmpty = llvm::count_if(moves, [&, t = t](const Move &move) {
-                        return move.to == t;
-                      }) == messagesIn[t];
-      change += costOf(t) - (wasEmpty ? 0 : seconds + stepSeconds);
-    }
+    for (auto [t, was] : before)
+      change += costOf(t) - (was.empty ? 0 : was.longest + stepSeconds);
     if (change < -1e-9 * level)
       return true;
     return undo();
+  }
+
+  /// Of rank slot r's messages in step s (those it sends, or receives),
+  /// the one to move and where: the step of its window, with staging room,
+  /// where it adds least, the longest among equals.
+  std::optional<std::pair<uint32_t, size_t>> bestMove(size_t s, size_t r,
+                                                       bool sends) {
+    std::optional<std::pair<uint32_t, size_t>> chosen;
+    std::tuple<double, double> best;
+    for (uint32_t m : sends ? sentBy(r) : receivedBy(r)) {
+      if (static_cast<size_t>(step[m]) != s)
+        continue;
+      auto [first, last] = window(m);
+      work += static_cast<double>(last + 1 - std::min(first, last + 1));
+      for (size_t t = first; t <= last && t < steps; ++t) {
+        if (t == s)
+          continue;
+        std::optional<double> cost = costIn(m, t);
+        if (!cost)
+          continue;
+        std::tuple<double, double> key = {*cost, -footprints[m].seconds};
+        if (!chosen || key < best) {
+          chosen = {m, t};
+          best = key;
+        }
+      }
+    }
+    return chosen;
   }
 
   void indexBySlot(size_t count) {
