@@ -8,14 +8,17 @@
 // they sit in the tensors, and makes the result depend on nothing but the
 // plan and the bucket. Forwards are the exception: a pair's go root after
 // root (the source-side rank their bytes left from), so that a forward waits
-// on few of the source side's messages.
+// on few of the source side's messages; and the first hop's go message after
+// message of the source side's that brought their bytes, each closing where
+// the next one's begin, so that it waits on one.
 //
 //===----------------------------------------------------------------------===//
 
 #include "m2n/Plan/Fuse.h"
 
-#include "SliceRoots.h"
+#include "SliceOrigins.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -94,6 +97,9 @@ struct PairSlice {
   int64_t rootKey = 0;
   /// The chunk of its pair the entry is in (see chunkPairs); 0 otherwise.
   int64_t chunk = 0;
+  /// For a forward of the first hop, the source side's message that brought
+  /// its members' bytes to its sender (see InputMessages); -1 otherwise.
+  int64_t input = -1;
 
   bool samePair(const PairSlice &other) const {
     return round == other.round && sender == other.sender &&
@@ -132,13 +138,14 @@ private:
 /// each sender starts at another root (its rank modulo the roots it has,
 /// onwards), so that the source side feeds every sender's first forwards at
 /// once, not one root all of them.
-static bool setRootKeys(const Plan &plan, std::vector<PairSlice> &slices) {
-  std::vector<std::vector<int64_t>> roots = sliceRoots(plan);
-  if (llvm::all_of(roots, [](const auto &group) { return group.empty(); }))
+static bool setRootKeys(const Plan &plan,
+                        const std::vector<GroupOrigins> &origins,
+                        std::vector<PairSlice> &slices) {
+  if (llvm::none_of(origins, [](const auto &group) { return group.forwards(); }))
     return false;
   llvm::DenseMap<int64_t, std::vector<int64_t>> rootsOf;
   for (PairSlice &entry : slices) {
-    entry.rootKey = rootOf(roots, plan, entry.group, entry.slice);
+    entry.rootKey = rootOf(origins, plan, entry.group, entry.slice);
     rootsOf[entry.sender].push_back(entry.rootKey);
   }
   for (auto &[sender, list] : rootsOf) {
@@ -219,8 +226,9 @@ static void chunkPairs(std::vector<PairSlice> &slices, int64_t chunks) {
 /// Slices are bucketed by pair rather than sorted: there are far fewer pairs
 /// than slices, and filling the buckets in plan order keeps that order
 /// within each.
-static std::vector<PairSlice> remoteSlicesByPair(const Plan &plan,
-                                                 int64_t chunks) {
+static std::vector<PairSlice>
+remoteSlicesByPair(const Plan &plan, const std::vector<GroupOrigins> &origins,
+                   int64_t chunks) {
   using PairKey = std::tuple<int32_t, int64_t, int64_t>;
   llvm::DenseMap<PairKey, uint32_t> pairIds;
   std::vector<PairKey> pairs;
@@ -263,7 +271,7 @@ static std::vector<PairSlice> remoteSlicesByPair(const Plan &plan,
   std::vector<PairSlice> result(slices.size());
   for (size_t i = 0; i < slices.size(); ++i)
     result[next[pairOf[i]]++] = slices[i];
-  if (setRootKeys(plan, result))
+  if (setRootKeys(plan, origins, result))
     for (size_t begin = 0, end; begin < result.size(); begin = end) {
       end = pairEnd(result, begin);
       std::stable_sort(result.begin() + begin, result.begin() + end,
@@ -393,6 +401,7 @@ public:
     open.receiver = receiver;
     remaining = slices;
     chunk = 0;
+    input = -1;
     // Most pairs fit in one message: its parts are sized once.
     open.parts.reserve(remaining);
   }
@@ -400,10 +409,15 @@ public:
   /// Adds every member's share of the slice `entry`.
   void add(const PairSlice &entry) {
     --remaining;
-    if (entry.chunk != chunk) {
+    // A forward that took the bytes of two messages would wait on both: it
+    // closes where the next one's begin, unless it holds little yet (the
+    // few bytes that many messages bring each go on together).
+    if (entry.chunk != chunk ||
+        (entry.input != input && open.bytes >= bucket / kSmallShare)) {
       close();
       chunk = entry.chunk;
     }
+    input = entry.input;
     int32_t g = entry.group, s = entry.slice;
     int64_t bytes = entry.bytes;
     int32_t members = entry.memberEnd;
@@ -477,6 +491,10 @@ private:
   size_t remaining = 0;
   /// The chunk of the pair being packed: a message never spans two.
   int64_t chunk = 0;
+  /// The input of the last forward added (see PairSlice::input).
+  int64_t input = -1;
+  /// A message holding less than this share of a bucket is small.
+  static constexpr int64_t kSmallShare = 4;
   std::vector<Message> zeroCopy, packed;
 };
 } // namespace
@@ -486,20 +504,113 @@ static int64_t bucketOf(const FuseOptions &options) {
   return std::max<int64_t>(options.bucketBytes, 1);
 }
 
+namespace {
+/// Which of the source side's messages each member of each slice of a
+/// forwarding group travels in: what the first hop's forwards follow.
+/// Later hops pass on what several earlier ones brought together (a
+/// gather's rounds double what they pass on), and following each of those
+/// only cuts them into more messages.
+class InputMessages {
+public:
+  explicit InputMessages(const std::vector<GroupOrigins> &origins)
+      : origins(origins) {}
+
+  /// Records where the slices of forwarding groups in `messages` from
+  /// `first` on, the source side's, travel.
+  void record(const std::vector<Message> &messages, size_t first) {
+    for (size_t m = first; m < messages.size(); ++m)
+      for (const MessagePart &part : messages[m].parts)
+        if (origins[part.group].forwards())
+          records.push_back({part.group, part.slice, part.memberBegin,
+                             part.memberEnd, static_cast<int64_t>(m)});
+  }
+
+  /// Makes what was recorded findable, once the source side is packed.
+  void sort() { std::sort(records.begin(), records.end()); }
+
+  /// Appends `entry` to `out`, in pieces between the members that travelled
+  /// in one message to its sender, each with that message as its input.
+  void split(const PairSlice &entry, std::vector<PairSlice> &out) const {
+    int32_t from = inputOf(origins, entry.group, entry.slice);
+    for (int32_t member = entry.memberBegin; member < entry.memberEnd;) {
+      PairSlice &piece = out.emplace_back(entry);
+      piece.memberBegin = member;
+      const Record *record =
+          from < 0 ? nullptr : find(entry.group, from, member);
+      piece.memberEnd =
+          record ? std::min(record->memberEnd, entry.memberEnd) : entry.memberEnd;
+      piece.input = record ? record->message : -1;
+      member = piece.memberEnd;
+    }
+  }
+
+private:
+  struct Record {
+    int32_t group, slice, memberBegin, memberEnd;
+    int64_t message;
+    bool operator<(const Record &other) const {
+      return std::tie(group, slice, memberBegin) <
+             std::tie(other.group, other.slice, other.memberBegin);
+    }
+  };
+
+  /// The record of `member` of slice `s` of group `g`, if any.
+  const Record *find(int32_t g, int32_t s, int32_t member) const {
+    auto after = std::upper_bound(records.begin(), records.end(),
+                                  Record{g, s, member, 0, 0});
+    if (after == records.begin())
+      return nullptr;
+    const Record &record = *std::prev(after);
+    bool holds = record.group == g && record.slice == s &&
+                 member < record.memberEnd;
+    return holds ? &record : nullptr;
+  }
+
+  const std::vector<GroupOrigins> &origins;
+  std::vector<Record> records;
+};
+} // namespace
+
 /// The messages of `plan`, none of whose slices is larger than `bucket`.
 static std::vector<Message> packMessages(const Plan &plan, int64_t bucket,
                                          int64_t chunks) {
-  std::vector<PairSlice> slices = remoteSlicesByPair(plan, chunks);
+  std::vector<GroupOrigins> origins = sliceOrigins(plan);
+  std::vector<PairSlice> slices = remoteSlicesByPair(plan, origins, chunks);
   std::vector<Message> messages;
   Packer packer(plan, bucket, messages);
+  InputMessages inputs(origins);
+  std::vector<PairSlice> pair;
+  bool sorted = false;
   for (size_t begin = 0, end; begin < slices.size(); begin = end) {
     const PairSlice &first = slices[begin];
     for (end = begin + 1; end < slices.size() && first.samePair(slices[end]);)
       ++end;
-    packer.start(first.round, first.sender, first.receiver, end - begin);
-    for (size_t i = begin; i < end; ++i)
-      packer.add(slices[i]);
+    llvm::ArrayRef<PairSlice> entries(slices.data() + begin, end - begin);
+    if (first.round == 1) {
+      if (!sorted) {
+        inputs.sort();
+        sorted = true;
+      }
+      // A first hop's bytes go chunk after chunk and root after root as
+      // before, and within those message after message of the source
+      // side's that brought them.
+      pair.clear();
+      for (const PairSlice &entry : entries)
+        inputs.split(entry, pair);
+      std::stable_sort(pair.begin(), pair.end(),
+                       [](const PairSlice &a, const PairSlice &b) {
+                         return std::tie(a.chunk, a.rootKey, a.input) <
+                                std::tie(b.chunk, b.rootKey, b.input);
+                       });
+      entries = pair;
+    }
+    size_t packed = messages.size();
+    packer.start(first.round, first.sender, first.receiver, entries.size());
+    for (const PairSlice &entry : entries)
+      packer.add(entry);
     packer.finish();
+    if (first.round == 0)
+      inputs.record(messages, packed);
   }
   return messages;
 }

@@ -253,8 +253,17 @@ TEST(Fuse, ChunksCutPairsAndEachForwardTakesOneChunkOfEveryRoot) {
   plan.groups[0].slices = {slice(0, 2, top), slice(1, 2, bottom),
                            slice(2, 3, top, 1, Origin::Destination),
                            slice(2, 3, bottom, 1, Origin::Destination)};
-  // Without chunks, a message per pair; the forward root after root.
+  // Without chunks, a message per pair; the forward root after root, and
+  // closed where the bytes of the next message that brought them begin (a
+  // quarter of the bucket is in it), so that each waits on one.
   fuse(plan, FuseOptions{1024});
+  expectMessages(plan, {message(0, 0, 2, {{0, 0, 0, 4}}, 256),
+                        message(0, 1, 2, {{0, 1, 0, 4}}, 256),
+                        message(1, 2, 3, {{0, 2, 0, 4}}, 256),
+                        message(1, 2, 3, {{0, 3, 0, 4}}, 256)});
+  // With a bucket four times larger, the root's bytes are few, and go on
+  // with the next root's in one message.
+  fuse(plan, FuseOptions{4096});
   expectMessages(plan,
                  {message(0, 0, 2, {{0, 0, 0, 4}}, 256),
                   message(0, 1, 2, {{0, 1, 0, 4}}, 256),

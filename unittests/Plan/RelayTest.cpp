@@ -566,11 +566,12 @@ TEST(Relay, FewTrainersFeedManyReplicasThroughAPipeline) {
   // Eight FSDP ranks feed eight TP8 replicas, 64 ranks, all on a flat
   // network: the training side's NICs and each serving rank's are equally
   // loaded (each carries an eighth of the model), so the bound leaves the
-  // pipeline of owners no slack, and only messages cut into chunks, each
-  // forward passing on one chunk of every trainer, come near it. Whole
-  // messages per bucket start the forwards late (1.27x the bound before
-  // chunks were tried, 1.22x since senders start spread over their
-  // receivers; 1.11x in chunks).
+  // pipeline of owners no slack: only forwards that each wait on one of
+  // the trainers' messages, passed on the step after it arrived, come near
+  // it. Whole messages that spanned two trainers' bytes started the
+  // forwards late (1.27x the bound, 1.22x since senders start spread over
+  // their receivers, 1.11x in chunks); each following the message that
+  // brought its bytes, 1.04x whole.
   Topology flat;
   flat.ranksPerNode = 0;
   CostModel model(flat);
@@ -591,8 +592,8 @@ TEST(Relay, FewTrainersFeedManyReplicasThroughAPipeline) {
   ASSERT_TRUE(static_cast<bool>(schedule(plan, options)));
   EXPECT_EQ(checkForwardSteps(plan), "");
   PlanCost cost = model.cost(plan);
-  EXPECT_LT(cost.predictedSeconds, 1.15 * cost.lowerBoundSeconds);
-  EXPECT_LT(cost.predictedSeconds, 0.95 * model.cost(whole).predictedSeconds);
+  EXPECT_LT(cost.predictedSeconds, 1.06 * cost.lowerBoundSeconds);
+  EXPECT_LE(cost.predictedSeconds, model.cost(whole).predictedSeconds);
 }
 
 TEST(Relay, ReceiversBesideTheTrainersFeedTheOtherNode) {

@@ -125,7 +125,9 @@ def FusePass : Pass<"m2n-fuse", "mlir::ModuleOp"> {
     a message goes zero-copy, in a message of its own. A bucket never
     exceeds half the staging budget, so that a step can always hold one
     message each way. A pair's forwards are packed root after root (the
-    source-side rank their bytes left from). Without an explicit
+    source-side rank their bytes left from), and a first hop's closes
+    where the bytes of the next source-side message that brought them
+    begin, once it holds a quarter of a bucket. Without an explicit
     `bucket-bytes`, a plan that forwards is also fused in messages of its
     busiest rank's bytes over 512, in buckets halved from the model's while
     each halving schedules faster than the last, and in 32 chunks per pair

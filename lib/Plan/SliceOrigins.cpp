@@ -1,6 +1,6 @@
-//===- SliceRoots.cpp - Where forwarded bytes left the source side --------===//
+//===- SliceOrigins.cpp - Where forwarded bytes came from -----------------===//
 
-#include "SliceRoots.h"
+#include "SliceOrigins.h"
 
 #include "BoxIndex.h"
 
@@ -13,10 +13,13 @@
 using namespace m2n;
 using namespace m2n::plan;
 
-/// The roots of `group`'s slices, which forward some.
-static std::vector<int64_t> groupRoots(const TransferGroup &group) {
+/// The origins of `group`'s slices, which forward some.
+static GroupOrigins groupOrigins(const TransferGroup &group) {
   const std::vector<Slice> &slices = group.slices;
-  std::vector<int64_t> roots(slices.size());
+  GroupOrigins origins;
+  std::vector<int64_t> &roots = origins.roots;
+  roots.resize(slices.size());
+  origins.inputs.assign(slices.size(), -1);
   llvm::DenseMap<int64_t, std::vector<int32_t>> byReceiver;
   for (size_t i = 0; i < slices.size(); ++i) {
     roots[i] = slices[i].sender;
@@ -39,23 +42,26 @@ static std::vector<int64_t> groupRoots(const TransferGroup &group) {
     auto received = arrivals.find(slice.sender);
     if (received == arrivals.end())
       continue;
-    int64_t root = -1;
+    int32_t input = -1;
     received->second.forEachMeeting(slices, slice.box, [&](int32_t j) {
-      if (slices[j].round < slice.round && (root < 0 || roots[j] < root))
-        root = roots[j];
+      if (slices[j].round < slice.round &&
+          (input < 0 || roots[j] < roots[input]))
+        input = j;
     });
-    if (root >= 0)
-      roots[i] = root;
+    if (input >= 0) {
+      roots[i] = roots[input];
+      origins.inputs[i] = input;
+    }
   }
-  return roots;
+  return origins;
 }
 
-std::vector<std::vector<int64_t>> plan::sliceRoots(const Plan &plan) {
-  std::vector<std::vector<int64_t>> roots(plan.groups.size());
+std::vector<GroupOrigins> plan::sliceOrigins(const Plan &plan) {
+  std::vector<GroupOrigins> origins(plan.groups.size());
   for (size_t g = 0; g < plan.groups.size(); ++g)
     if (llvm::any_of(plan.groups[g].slices, [](const Slice &slice) {
           return slice.origin == Origin::Destination;
         }))
-      roots[g] = groupRoots(plan.groups[g]);
-  return roots;
+      origins[g] = groupOrigins(plan.groups[g]);
+  return origins;
 }
