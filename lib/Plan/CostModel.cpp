@@ -198,19 +198,28 @@ double CostModel::messageSeconds(int64_t sender, int64_t receiver,
          static_cast<double>(bytes) / bandwidth(sender, receiver);
 }
 
-int64_t CostModel::defaultBucketBytes() const {
+/// The bucket size at which a message's latency is about 1% of its time
+/// over a link of `bandwidth`, within [4, 256] MiB.
+static int64_t bucketBytesAt(double latencySeconds, double bandwidth) {
   constexpr double kMiB = 1 << 20;
   constexpr double kMinMiB = 4, kMaxMiB = 256;
   // latency / (latency + bytes / bandwidth) = 1% when bytes / bandwidth is
   // 99 latencies.
-  double mib =
-      99 * topology.latencySeconds * topology.interNodeBandwidth / kMiB;
+  double mib = 99 * latencySeconds * bandwidth / kMiB;
   // Written so that NaN, from a hand-built topology, lands on the minimum.
   if (!(mib >= kMinMiB))
     return int64_t(kMinMiB) << 20;
   if (mib > kMaxMiB)
     return int64_t(kMaxMiB) << 20;
   return std::llround(mib) << 20;
+}
+
+int64_t CostModel::defaultBucketBytes() const {
+  return bucketBytesAt(topology.latencySeconds, topology.interNodeBandwidth);
+}
+
+int64_t CostModel::defaultNodeBucketBytes() const {
+  return bucketBytesAt(topology.latencySeconds, topology.intraNodeBandwidth);
 }
 
 //===----------------------------------------------------------------------===//

@@ -306,6 +306,16 @@ namespace {
 struct Limits {
   int64_t bucket;
   int64_t zeroCopy;
+  /// The bucket between two ranks of one node, and the ranks per node.
+  int64_t nodeBucket;
+  int64_t ranksPerNode;
+
+  /// The bucket of the messages from `sender` to `receiver`.
+  int64_t bucketOf(int64_t sender, int64_t receiver) const {
+    bool sameNode =
+        ranksPerNode > 0 && sender / ranksPerNode == receiver / ranksPerNode;
+    return sameNode ? nodeBucket : bucket;
+  }
 };
 } // namespace
 
@@ -389,8 +399,8 @@ namespace {
 /// messages.
 class Packer {
 public:
-  Packer(const Plan &plan, int64_t bucket, std::vector<Message> &out)
-      : plan(plan), boxes(plan), bucket(bucket), out(out) {}
+  Packer(const Plan &plan, const Limits &limits, std::vector<Message> &out)
+      : plan(plan), boxes(plan), limits(limits), out(out) {}
 
   /// Starts the messages between another pair in another round, which has
   /// `slices` slices to pack.
@@ -399,6 +409,7 @@ public:
     open.step = step;
     open.sender = sender;
     open.receiver = receiver;
+    bucket = limits.bucketOf(sender, receiver);
     remaining = slices;
     chunk = 0;
     input = -1;
@@ -421,7 +432,8 @@ public:
     int32_t g = entry.group, s = entry.slice;
     int64_t bytes = entry.bytes;
     int32_t members = entry.memberEnd;
-    if (isZeroCopy(plan, boxes, entry, bucket)) {
+    // Which slices go zero-copy does not depend on the link.
+    if (isZeroCopy(plan, boxes, entry, limits.bucket)) {
       for (int32_t member = entry.memberBegin; member < members; ++member) {
         Message message = emptyLike(open);
         message.parts.push_back({g, s, member, member + 1});
@@ -484,7 +496,9 @@ private:
 
   const Plan &plan;
   GroupBoxes boxes;
-  int64_t bucket;
+  const Limits limits;
+  /// The bucket of the pair being packed.
+  int64_t bucket = 0;
   std::vector<Message> &out;
   Message open;
   /// The pair's slices not added yet.
@@ -571,13 +585,14 @@ private:
 };
 } // namespace
 
-/// The messages of `plan`, none of whose slices is larger than `bucket`.
-static std::vector<Message> packMessages(const Plan &plan, int64_t bucket,
-                                         int64_t chunks) {
+/// The messages of `plan`, none of whose slices is larger than its pair's
+/// bucket by `limits`.
+static std::vector<Message> packMessages(const Plan &plan,
+                                         const Limits &limits, int64_t chunks) {
   std::vector<GroupOrigins> origins = sliceOrigins(plan);
   std::vector<PairSlice> slices = remoteSlicesByPair(plan, origins, chunks);
   std::vector<Message> messages;
-  Packer packer(plan, bucket, messages);
+  Packer packer(plan, limits, messages);
   InputMessages inputs(origins);
   std::vector<PairSlice> pair;
   bool sorted = false;
@@ -618,7 +633,9 @@ static std::vector<Message> packMessages(const Plan &plan, int64_t bucket,
 /// The limits `options` set.
 static Limits limitsOf(const FuseOptions &options) {
   int64_t bucket = bucketOf(options);
-  return {bucket, options.zeroCopyBytes > 0 ? options.zeroCopyBytes : bucket};
+  return {bucket, options.zeroCopyBytes > 0 ? options.zeroCopyBytes : bucket,
+          options.nodeBucketBytes > 0 ? options.nodeBucketBytes : bucket,
+          options.ranksPerNode};
 }
 
 FuseStats plan::fuse(Plan &plan, const FuseOptions &options) {
@@ -626,7 +643,7 @@ FuseStats plan::fuse(Plan &plan, const FuseOptions &options) {
   FuseStats stats;
   for (TransferGroup &group : plan.groups)
     stats.splitSlices += splitLargeSlices(plan, group, limits);
-  plan.messages = packMessages(plan, limits.bucket, options.pairChunks);
+  plan.messages = packMessages(plan, limits, options.pairChunks);
   // Steps are schedule()'s to assign again.
   plan.numSteps = 0;
   stats.messages = static_cast<int64_t>(plan.messages.size());
@@ -646,7 +663,7 @@ std::vector<Message> plan::fusedMessages(const Plan &plan,
       });
   // Only splitting changes the plan, so only then is a copy needed.
   if (!splits)
-    return packMessages(plan, limits.bucket, options.pairChunks);
+    return packMessages(plan, limits, options.pairChunks);
   Plan split = plan;
   fuse(split, options);
   return std::move(split.messages);
@@ -713,14 +730,17 @@ FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
                                 std::optional<ScheduledMessages> *result) {
   if (result)
     result->reset();
+  // Every candidate but the last below takes one bucket for every pair.
+  FuseOptions uniform = options;
+  uniform.nodeBucketBytes = 0;
   // Each try costs a copy of the plan and a schedule: one that would have
   // more messages than this is not tried.
   constexpr int64_t kMostMessages = int64_t(1) << 18;
   Traffic traffic = trafficOf(plan);
   if (!traffic.forwards || !schedule.model)
-    return fuse(plan, options);
+    return fuse(plan, uniform);
   auto withBucket = [&](int64_t bytes) {
-    FuseOptions smaller = options;
+    FuseOptions smaller = uniform;
     smaller.bucketBytes = bytes;
     smaller.zeroCopyBytes = bytes;
     return smaller;
@@ -739,15 +759,19 @@ FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
   std::vector<FuseOptions> tries;
   if (2 * smallest <= options.bucketBytes && fewEnough(smallest))
     tries.push_back(withBucket(smallest));
-  FuseOptions chunked = options;
+  FuseOptions chunked = uniform;
   chunked.pairChunks = kPipelineChunks;
   if (traffic.pairs * kPipelineChunks <= kMostMessages)
     tries.push_back(chunked);
-  if (tries.empty() && halvings.empty())
-    return fuse(plan, options);
+  bool nodes = options.ranksPerNode > 0 && options.nodeBucketBytes > 0 &&
+               options.nodeBucketBytes != bucketOf(options) &&
+               fewEnough(bucketOf(options));
+  if (tries.empty() && halvings.empty() && !nodes)
+    return fuse(plan, uniform);
 
   const Plan unfused = plan;
-  FuseStats stats = fuse(plan, options);
+  FuseStats stats = fuse(plan, uniform);
+  FuseOptions kept = uniform;
   // More messages make a larger plan and cost what the model leaves out:
   // they must win clearly. A plan already near its bound is kept
   // without trying: each try costs a schedule.
@@ -756,29 +780,45 @@ FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
   Trial best = scheduled(plan, schedule);
   if (best.seconds > kNearBound * schedule.model->lowerBound(unfused)) {
     double fastest = kClearWin * best.seconds;
-    // Tries `each`, keeps it when it wins clearly, and says how fast it is.
-    auto attempt = [&](const FuseOptions &each) {
+    // Tries `each`, keeps it when it schedules faster than `threshold`,
+    // and says how fast it is.
+    auto attempt = [&](const FuseOptions &each, double threshold) {
       Plan tried = unfused;
       FuseStats triedStats = fuse(tried, each);
       Trial trial = scheduled(tried, schedule);
       double seconds = trial.seconds;
-      if (seconds < fastest) {
+      if (seconds < threshold) {
         fastest = seconds;
         best = std::move(trial);
         plan = std::move(tried);
         stats = triedStats;
+        kept = each;
       }
       return seconds;
     };
     double last = best.seconds;
     for (const FuseOptions &each : halvings) {
-      double seconds = attempt(each);
+      double seconds = attempt(each, fastest);
       if (seconds >= last)
         break;
       last = seconds;
     }
     for (const FuseOptions &each : tries)
-      attempt(each);
+      attempt(each, fastest);
+    // Last, the messages kept with those within a node as much larger as
+    // the node bucket is (fewer messages: kept where faster at all). Where
+    // a node's links are much faster than its NICs, the latencies of many
+    // small messages within a node add up (a replica passing on to its
+    // twin on the node what it received); where ranks of a node exchange
+    // much (colocated layouts), larger messages pack steps unevenly.
+    if (nodes) {
+      FuseOptions larger = kept;
+      larger.nodeBucketBytes = std::max<int64_t>(
+          1, static_cast<int64_t>(static_cast<long double>(bucketOf(kept)) *
+                                  options.nodeBucketBytes /
+                                  bucketOf(options)));
+      attempt(larger, best.seconds);
+    }
   }
   if (result)
     *result = std::move(best.scheduled);

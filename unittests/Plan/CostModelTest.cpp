@@ -208,6 +208,12 @@ TEST(CostModel, DefaultBucketBytes) {
   Topology highLatency;
   highLatency.latencySeconds = 1e-3;
   EXPECT_EQ(CostModel(highLatency).defaultBucketBytes(), 256 * kMiB);
+  // Within a node: 99 latencies at 370 GB/s, 349 MiB, past the cap.
+  EXPECT_EQ(CostModel().defaultNodeBucketBytes(), 256 * kMiB);
+  Topology slowNode;
+  slowNode.intraNodeBandwidth = 92e9;
+  // 99e-5 s at 92 GB/s: 91.08e6 bytes, 86.9 MiB.
+  EXPECT_EQ(CostModel(slowNode).defaultNodeBucketBytes(), 87 * kMiB);
 }
 
 /// Numbers easy to follow by hand: 1 us, 100 GB/s within nodes of 4 ranks,

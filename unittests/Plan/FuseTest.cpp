@@ -6,6 +6,8 @@
 
 #include "gtest/gtest.h"
 
+#include <map>
+
 using namespace m2n;
 using namespace m2n::plan;
 using namespace m2n::plan::testing;
@@ -84,6 +86,31 @@ TEST(Fuse, SplitsMemberRunsAtTheBucket) {
   EXPECT_TRUE(toRank2[1] == message(0, 0, 2, {{0, 0, 2, 4}}, 128));
   EXPECT_TRUE(toRank2[2] == message(0, 0, 2, {{0, 0, 4, 5}}, 64));
   EXPECT_EQ(plan.messages.size(), 12u);
+}
+
+TEST(Fuse, PairsWithinANodeTakeTheNodeBucket) {
+  Plan plan = columnsToReplicas(4, 5);
+  // Ranks 0-2 share a node, rank 3 is on another: 0->2 and 1->2 take the
+  // 400-byte node bucket (all five 64-byte members at once), 0->3 and 1->3
+  // the 150-byte bucket (two members at a time).
+  FuseOptions options{150};
+  options.nodeBucketBytes = 400;
+  options.ranksPerNode = 3;
+  fuse(plan, options);
+  std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> bytes;
+  for (const Message &m : plan.messages)
+    bytes[{m.sender, m.receiver}].push_back(m.bytes);
+  std::vector<int64_t> whole = {320}, packed = {128, 128, 64};
+  EXPECT_EQ(bytes[std::make_pair(int64_t(0), int64_t(2))], whole);
+  EXPECT_EQ(bytes[std::make_pair(int64_t(1), int64_t(2))], whole);
+  EXPECT_EQ(bytes[std::make_pair(int64_t(0), int64_t(3))], packed);
+  EXPECT_EQ(bytes[std::make_pair(int64_t(1), int64_t(3))], packed);
+
+  // Without nodes, every pair takes the bucket.
+  Plan flat = columnsToReplicas(4, 5);
+  options.ranksPerNode = 0;
+  fuse(flat, options);
+  EXPECT_EQ(flat.messages.size(), 12u);
 }
 
 TEST(Fuse, SplitsSlicesLargerThanABucket) {

@@ -90,6 +90,10 @@ public:
   /// The bucket size at which a message's latency is about 1% of its time
   /// on the inter-node link, rounded to MiB and kept within [4, 256] MiB.
   int64_t defaultBucketBytes() const;
+  /// The same for a message between two ranks of one node: as many times
+  /// larger as the node's links are faster, so that its latency takes the
+  /// same share of its time.
+  int64_t defaultNodeBucketBytes() const;
 
   /// The cost of a plan. Unfused plans are costed as if every remote slice
   /// of every member were its own message in the step of its round.

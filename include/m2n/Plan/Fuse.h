@@ -24,6 +24,14 @@ struct FuseOptions {
   /// after chunk: the k-th forwards of a pair then pass on the k-th
   /// messages of the source side's pairs. 0: no chunks.
   int64_t pairChunks = 0;
+  /// The most bytes of one packed message between two ranks of one node
+  /// (see ranksPerNode), whose link is faster than a NIC: a message whose
+  /// latency takes the same share of its time carries more. 0 is the
+  /// bucket.
+  int64_t nodeBucketBytes = 0;
+  /// Ranks r and s share a node when r / ranksPerNode == s / ranksPerNode;
+  /// 0: no two do.
+  int64_t ranksPerNode = 0;
 };
 
 struct FuseStats {

@@ -27,6 +27,13 @@ struct FusePass : impl::FusePassBase<FusePass> {
     // receive in one step: half the budget leaves room for one of each.
     options.bucketBytes = std::min<int64_t>(bucket, stagingBytes / 2);
     options.zeroCopyBytes = bucket;
+    // Without an explicit bucket, messages within a node are as much larger
+    // as its links are faster.
+    if (bucketBytes <= 0) {
+      options.nodeBucketBytes = std::min<int64_t>(
+          model->defaultNodeBucketBytes(), stagingBytes / 2);
+      options.ranksPerNode = model->getTopology().ranksPerNode;
+    }
     // What the schedule pass will do, to judge the messages by.
     plan::ScheduleOptions schedule;
     schedule.stagingBudget = stagingBytes;

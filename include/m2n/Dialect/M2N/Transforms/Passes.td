@@ -133,9 +133,11 @@ def FusePass : Pass<"m2n-fuse", "mlir::ModuleOp"> {
     each halving schedules faster than the last, and in 32 chunks per pair
     and root (a forward passing on one chunk of every root); the finer
     messages are kept where the cost model, scheduling each, finds them
-    clearly faster. Messages fused for the cost model are written
-    scheduled, with the topology recorded as `schedule_topology`, so that
-    m2n-schedule keeps their schedule.
+    clearly faster. The messages kept are then tried with a larger bucket
+    between two ranks of one node, as much larger as the node's links are
+    faster than a NIC, and kept where faster. Messages fused for the cost
+    model are written scheduled, with the topology recorded as
+    `schedule_topology`, so that m2n-schedule keeps their schedule.
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
