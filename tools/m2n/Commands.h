@@ -34,7 +34,8 @@ struct InspectOptions {
   /// The rank to disassemble, or -1 for all.
   int rank = -1;
   /// Also print, per step, the busiest rank against the even share, priced
-  /// by the topology in this file (empty: the default, as compile's).
+  /// by the topology in this file (empty: the default, as compile's), as
+  /// the HTML page's table of the steps is.
   bool steps = false;
   std::string topologyPath;
   /// Also draw the traffic here, when not empty: a standalone SVG picture,

@@ -6,6 +6,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 namespace m2n::driver {
 namespace {
 
@@ -37,6 +39,10 @@ std::string humanBytes(uint64_t bytes) {
 std::string humanTime(uint64_t nanoseconds) {
   static const char *const units[] = {"ns", "µs", "ms", "s"};
   return scaled(double(nanoseconds), 1000, units);
+}
+
+std::string humanSeconds(double seconds) {
+  return humanTime(static_cast<uint64_t>(std::llround(seconds * 1e9)));
 }
 
 std::string counted(uint64_t count, llvm::StringRef noun) {

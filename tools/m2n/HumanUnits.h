@@ -26,6 +26,8 @@ std::string humanBytes(uint64_t bytes);
 
 /// "0 ns", "999 ns", "40.0 µs", "1.23 ms", "2.50 s".
 std::string humanTime(uint64_t nanoseconds);
+/// The same of a time in seconds, rounded to nanoseconds.
+std::string humanSeconds(double seconds);
 
 /// "1 message", "2 messages".
 std::string counted(uint64_t count, llvm::StringRef noun);

@@ -4,6 +4,7 @@
 #include "HumanUnits.h"
 #include "PlanPicture.h"
 #include "PlanTraffic.h"
+#include "StepTimes.h"
 
 #include "m2n/Plan/CostModel.h"
 #include "m2n/plan.h"
@@ -120,24 +121,7 @@ void printText(llvm::StringRef path, const m2n_plan_header_t &header,
   }
 }
 
-/// A plan's time by the cost model, step by step: per step, its busiest
-/// rank, sending or receiving (the lowest rank of a tie, sending before
-/// receiving), and that rank's seconds, the step's time less its own
-/// cost; and the rank with the most work in the plan (its sends or its
-/// receives over all steps) and its seconds in each step, whose shortfall
-/// against the busiest shows where it waits, as in a pipeline's fill.
-struct StepTimes {
-  struct Busiest {
-    double seconds = 0;
-    uint64_t rank = 0;
-    bool sending = true;
-  };
-  std::vector<Busiest> busiest;
-  uint64_t loadedRank = 0;
-  double loadedSeconds = 0;
-  std::vector<double> loaded;
-};
-
+/// The plan's step times by `model` (StepTimes.h).
 StepTimes stepTimes(const m2n_plan_header_t &header, const Summary &summary,
                     const plan::CostModel &model) {
   auto secondsOf = [&](const MessageInfo &message) {
@@ -146,6 +130,10 @@ StepTimes stepTimes(const m2n_plan_header_t &header, const Summary &summary,
                                 static_cast<int64_t>(message.bytes));
   };
   StepTimes times;
+  times.stepSeconds = model.getTopology().stepSeconds;
+  times.share = header.step_count ? double(header.lower_bound_ns) * 1e-9 /
+                                        double(header.step_count)
+                                  : 0;
   times.busiest.resize(header.step_count);
   times.loaded.assign(header.step_count, 0);
   // Over all steps first, to find the rank with the most work.
@@ -207,39 +195,30 @@ void printSteps(const LoadedPlan &plan, const Summary &summary,
   const m2n_plan_header_t &header = plan.header();
   Traffic traffic = trafficOf(plan);
   StepTimes times = stepTimes(header, summary, model);
-  double stepSeconds = model.getTopology().stepSeconds;
   double bound = double(header.lower_bound_ns) * 1e-9;
-  double share = header.step_count ? bound / double(header.step_count) : 0;
   llvm::raw_ostream &os = llvm::outs();
   os << llvm::formatv("{0,6} {1,9} {2,14} {3,13} {4,12} {5,12} {6,7} {7,12} "
                       "{8,12} {9,14}\n",
                       "step", "messages", "bytes", "busiest", "its us",
                       "share us", "x share", "loaded us", "idle senders",
                       "idle receivers");
-  double total = 0;
   for (size_t s = 0; s < traffic.steps.size(); ++s) {
     const StepTraffic &step = traffic.steps[s];
     const StepTimes::Busiest &most = times.busiest[s];
-    double seconds = most.seconds + stepSeconds;
-    total += seconds;
-    std::string rank =
-        (most.sending ? "send " : "recv ") + std::to_string(most.rank);
     os << llvm::formatv("{0,6} {1,9} {2,14} {3,13} {4,12:F3} {5,12:F3} "
                         "{6,7:F2} {7,12:F3} {8,12} {9,14}\n",
-                        s, step.messages, step.bytes, rank, most.seconds * 1e6,
-                        share * 1e6, share > 0 ? seconds / share : 0.0,
+                        s, step.messages, step.bytes, most.label(), most.seconds * 1e6,
+                        times.share * 1e6, times.overShare(s),
                         times.loaded[s] * 1e6,
                         traffic.senders - step.sendingRanks,
                         traffic.receivers - step.receivingRanks);
   }
-  auto time = [](double seconds) {
-    return humanTime(static_cast<uint64_t>(std::llround(seconds * 1e9)));
-  };
+  double total = times.total();
   os << llvm::formatv("loaded: rank {0}, {1} of work in all\n"
                       "over {2} steps {3} by this topology (the plan's "
                       "predicted {4}), {5:F2}x its lower bound {6}\n",
-                      times.loadedRank, time(times.loadedSeconds),
-                      traffic.steps.size(), time(total),
+                      times.loadedRank, humanSeconds(times.loadedSeconds),
+                      traffic.steps.size(), humanSeconds(total),
                       humanTime(header.predicted_ns),
                       bound > 0 ? total / bound : 1.0,
                       humanTime(header.lower_bound_ns));
@@ -247,7 +226,8 @@ void printSteps(const LoadedPlan &plan, const Summary &summary,
 
 /// Writes the pictures that `options` asks for: all of them, or on failure
 /// none.
-bool writePictures(const InspectOptions &options, const LoadedPlan &plan) {
+bool writePictures(const InspectOptions &options, const LoadedPlan &plan,
+                   const Summary &summary, const plan::CostModel &model) {
   if (options.svgPath.empty() && options.htmlPath.empty())
     return true;
   Traffic traffic = trafficOf(plan);
@@ -260,7 +240,8 @@ bool writePictures(const InspectOptions &options, const LoadedPlan &plan) {
     files.push_back({options.svgPath, svg});
   }
   if (!options.htmlPath.empty()) {
-    html = drawHtml(name, plan.header(), traffic);
+    html = drawHtml(name, plan.header(), traffic,
+                    stepTimes(plan.header(), summary, model));
     files.push_back({options.htmlPath, html});
   }
   return writeFilesAtomically(files, {options.planPath});
@@ -301,17 +282,20 @@ int inspect(const InspectOptions &options) {
     else
       llvm::outs() << text;
     m2n_free(text);
-  } else if (!writePictures(options, plan->plan)) {
-    result = 1;
   } else {
     const LoadedPlan &loaded = plan->plan;
     Summary summary = summarize(loaded);
-    if (options.json)
-      printJson(loaded.header(), summary);
-    else
-      printText(options.planPath, loaded.header(), summary);
-    if (options.steps)
-      printSteps(loaded, summary, plan::CostModel(topology));
+    plan::CostModel model(topology);
+    if (!writePictures(options, loaded, summary, model)) {
+      result = 1;
+    } else {
+      if (options.json)
+        printJson(loaded.header(), summary);
+      else
+        printText(options.planPath, loaded.header(), summary);
+      if (options.steps)
+        printSteps(loaded, summary, model);
+    }
   }
   m2n_plan_destroy(plan);
   return result;

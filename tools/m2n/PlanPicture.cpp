@@ -438,19 +438,34 @@ std::string rankAndBytes(uint64_t messages, uint32_t rank, uint64_t bytes) {
   return llvm::formatv("<td>{0}</td><td>{1}</td>", rank, bytes);
 }
 
-/// The table of steps, with the ranks that send (receive) anywhere in the
-/// plan but not in the step: a pipeline's fill and drain show as many.
-void writeStepTable(llvm::raw_ostream &os, const Traffic &traffic) {
+/// A step loses visibly when it takes more than this over the even share.
+constexpr double kShadedOverShare = 1.10;
+
+/// The table of steps: what each moves; its time by the cost model against
+/// the even share, as `--steps` prints it (shaded where it loses); and the
+/// ranks that send (receive) anywhere in the plan but not in the step: a
+/// pipeline's fill and drain show as many.
+void writeStepTable(llvm::raw_ostream &os, const Traffic &traffic,
+                    const StepTimes &times) {
   os << "<table>\n<thead><tr><th>step</th><th>messages</th><th>bytes</th>"
-        "<th>largest message</th><th>busiest sender</th><th>its bytes</th>"
-        "<th>busiest receiver</th><th>its bytes</th><th>idle senders</th>"
-        "<th>idle receivers</th></tr></thead>\n<tbody>\n";
+        "<th>largest message</th><th>busiest</th><th>its µs</th>"
+        "<th>share µs</th><th>× share</th><th>loaded µs</th>"
+        "<th>busiest sender</th><th>its bytes</th><th>busiest receiver</th>"
+        "<th>its bytes</th><th>idle senders</th><th>idle receivers</th>"
+        "</tr></thead>\n<tbody>\n";
   for (size_t index = 0; index < traffic.steps.size(); ++index) {
     const StepTraffic &step = traffic.steps[index];
-    os << llvm::formatv("<tr><td>{0}</td><td>{1}</td><td title=\"{2}\">{3}"
+    const StepTimes::Busiest &most = times.busiest[index];
+    double over = times.overShare(index);
+    os << (over > kShadedOverShare ? "<tr class=\"over\">" : "<tr>")
+       << llvm::formatv("<td>{0}</td><td>{1}</td><td title=\"{2}\">{3}"
                         "</td><td>{4}</td>",
                         index, step.messages, humanBytes(step.bytes),
                         step.bytes, step.largestMessage)
+       << llvm::formatv("<td>{0}</td><td>{1:F3}</td><td>{2:F3}</td>"
+                        "<td>{3:F2}</td><td>{4:F3}</td>",
+                        step.messages ? most.label() : "-", most.seconds * 1e6,
+                        times.share * 1e6, over, times.loaded[index] * 1e6)
        << rankAndBytes(step.messages, step.busiestSender,
                        step.busiestSenderBytes)
        << rankAndBytes(step.messages, step.busiestReceiver,
@@ -476,7 +491,7 @@ std::string drawSvg(llvm::StringRef name, const m2n_plan_header_t &header,
 }
 
 std::string drawHtml(llvm::StringRef name, const m2n_plan_header_t &header,
-                     const Traffic &traffic) {
+                     const Traffic &traffic, const StepTimes &times) {
   std::string text;
   llvm::raw_string_ostream os(text);
   // Well-formed XML too, so that tools can read it as such.
@@ -488,11 +503,27 @@ std::string drawHtml(llvm::StringRef name, const m2n_plan_header_t &header,
         "table { border-collapse: collapse; font-size: 13px; }\n"
         "th, td { padding: 2px 10px; text-align: right; "
         "border-bottom: 1px solid #ddd; }\n"
+        "tr.over td { background: #fde0dc; }\n"
         "</style>\n</head>\n<body>\n"
      << Picture(name, header, traffic).svg()
-     << "<h2>Steps</h2>\n<p>Bytes moved in each step; hover over the picture "
-        "for the exact bytes of a cell or bar.</p>\n";
-  writeStepTable(os, traffic);
+     << "<h2>Steps</h2>\n<p>Bytes moved in each step (hover over the "
+        "picture for the exact bytes of a cell or bar), and its time by the "
+        "cost model (its busiest rank's and the step's own cost) against "
+        "the even share, the lower bound over the steps; steps more than "
+     << llvm::formatv("{0:F2}", kShadedOverShare)
+     << "× the share are shaded. The loaded rank, "
+     << times.loadedRank << ", has the most work in the plan ("
+     << humanSeconds(times.loadedSeconds)
+     << "). The steps take "
+     << humanSeconds(times.total()) << " (the plan predicts "
+     << humanTime(header.predicted_ns) << "), "
+     << llvm::formatv("{0:F2}", header.lower_bound_ns
+                                    ? times.total() * 1e9 /
+                                          double(header.lower_bound_ns)
+                                    : 1.0)
+     << "× the lower bound of " << humanTime(header.lower_bound_ns)
+     << ".</p>\n";
+  writeStepTable(os, traffic, times);
   os << "</body>\n</html>\n";
   return text;
 }

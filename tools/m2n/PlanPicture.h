@@ -7,7 +7,8 @@
 // the busiest sender and receiver are above the average. Every cell and bar
 // has a tooltip with its exact bytes. The SVG is standalone (no scripts, no
 // external resources); the HTML page embeds it and adds a table of the
-// steps.
+// steps: what each moves and its time by a cost model against the even
+// share of the bound (StepTimes.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 #define M2N_TOOLS_M2N_PLANPICTURE_H
 
 #include "PlanTraffic.h"
+#include "StepTimes.h"
 
 #include "m2n/plan_format.h"
 
@@ -37,9 +39,10 @@ uint32_t pictureBlockSize(uint32_t worldSize);
 std::string drawSvg(llvm::StringRef name, const m2n_plan_header_t &header,
                     const Traffic &traffic);
 
-/// An HTML page with the picture and a table of what each step moves.
+/// An HTML page with the picture and a table of what each step moves and
+/// how long it takes by `times`.
 std::string drawHtml(llvm::StringRef name, const m2n_plan_header_t &header,
-                     const Traffic &traffic);
+                     const Traffic &traffic, const StepTimes &times);
 
 } // namespace m2n::driver
 

@@ -5,9 +5,8 @@
 //                                     [--no-exchange]
 //                                     [--emit-ir FILE]
 //                                     [--progress | --no-progress]
-//   m2n inspect PLAN.m2n [--json | --disassemble [--rank R] |
-//                         --steps [--topology FILE]]
-//                        [--svg FILE] [--html FILE]
+//   m2n inspect PLAN.m2n [--json | --disassemble [--rank R] | --steps]
+//                        [--svg FILE] [--html FILE] [--topology FILE]
 //   m2n run PLAN.m2n --backend sim --src DIR --dst DIR
 //                    [--progress | --no-progress]
 //   mpirun -np W m2n run PLAN.m2n --backend mpi --src DIR --dst DIR
@@ -90,8 +89,8 @@ cl::opt<bool> inspectSteps(
     cl::sub(inspectCommand));
 cl::opt<std::string> inspectTopologyPath(
     "topology",
-    cl::desc("Price the --steps table by this JSON topology file (default: "
-             "H200 nodes, as compile's)"),
+    cl::desc("Price the step tables of --steps and --html by this JSON "
+             "topology file (default: H200 nodes, as compile's)"),
     cl::value_desc("file"), cl::sub(inspectCommand));
 cl::opt<int> disassembleRank("rank",
                              cl::desc("Disassemble this rank only"),
@@ -208,8 +207,9 @@ int runInspect() {
               "and --disassemble\n";
     return 1;
   }
-  if (!inspectTopologyPath.empty() && !inspectSteps) {
-    errs() << "error: --topology prices the --steps table and needs --steps\n";
+  if (!inspectTopologyPath.empty() && !inspectSteps && htmlPath.empty()) {
+    errs() << "error: --topology prices the step tables of --steps and "
+              "--html and needs one of them\n";
     return 1;
   }
   // The pictures draw the summary; the disassembly, perhaps of one rank, is

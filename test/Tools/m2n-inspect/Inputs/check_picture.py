@@ -1,14 +1,17 @@
 """Checks the pictures of `m2n inspect` against the plan's `--json` summary.
 
     check_picture.py SUMMARY.json [--svg PICTURE.svg] [--html PAGE.html]
+                     [--topology TOPOLOGY.json]
 
 Both files must be well-formed XML. In the picture, every cell, send bar and
 receive bar must carry in its tooltip exactly the bytes and messages that the
 summary's messages and ranks give (summed over blocks of ranks for plans of
 more than 128 ranks), no more and no fewer of them; the title must name the
 busiest sender and receiver and their ratio to the average. The page must
-embed the picture and list every step with its messages and bytes, and
-its idle senders and receivers.
+embed the picture and list every step with its messages and bytes, its
+time by the cost model of the topology (its defaults where a key or the
+file is missing) as check_steps.py recomputes it, and its idle senders and
+receivers.
 
 Prints what it found, for FileCheck; exits 1 at the first mismatch.
 """
@@ -18,6 +21,8 @@ import json
 import re
 import sys
 import xml.etree.ElementTree as ET
+
+import check_steps
 
 SVG = "{http://www.w3.org/2000/svg}"
 MAX_CELLS = 128
@@ -150,7 +155,20 @@ def check_svg(root, expected):
         check_title(root, expected)
 
 
-def check_html(page, summary, expected):
+def check_step_times(cells, want):
+    """The time columns of a step row (busiest, its us, share us, x share,
+    loaded us) against check_steps.py's row; the last digit of a time may
+    round either way."""
+    got = cells[4:9]
+    if got[0] == "-":
+        got[0] = want[3]  # A step without messages names no rank.
+    times = want[3:8]
+    if [got[i] for i in (0, 2, 3)] != [times[i] for i in (0, 2, 3)] or \
+            any(abs(float(got[i]) - float(times[i])) > 0.0015 for i in (1, 4)):
+        fail(f"step row {cells} has the times {got}, not {times}")
+
+
+def check_html(page, summary, expected, topology):
     svgs = list(page.iter(SVG + "svg"))
     if len(svgs) != 1:
         fail(f"{len(svgs)} pictures in the page")
@@ -160,8 +178,12 @@ def check_html(page, summary, expected):
         fail(f"{len(rows)} step rows, {summary['steps']} steps")
     senders = sum(1 for r in summary["ranks"] if r["send_bytes"] > 0)
     receivers = sum(1 for r in summary["ranks"] if r["receive_bytes"] > 0)
+    seconds, step_seconds = check_steps.model(topology)
+    times = check_steps.expected(summary, seconds, step_seconds)[0] \
+        if summary["steps"] else []
     for step, row in enumerate(rows):
         cells = [td.text for td in row.findall("td")]
+        check_step_times(cells, times[step])
         messages = [m for m in summary["messages"] if m["step"] == step]
         want = [str(step), str(len(messages)),
                 str(sum(m["bytes"] for m in messages))]
@@ -179,6 +201,7 @@ def main():
     parser.add_argument("summary")
     parser.add_argument("--svg")
     parser.add_argument("--html")
+    parser.add_argument("--topology")
     args = parser.parse_args()
     with open(args.summary) as file:
         summary = json.load(file)
@@ -186,7 +209,8 @@ def main():
     if args.svg:
         check_svg(ET.parse(args.svg).getroot(), expected)
     if args.html:
-        check_html(ET.parse(args.html).getroot(), summary, expected)
+        check_html(ET.parse(args.html).getroot(), summary, expected,
+                   args.topology)
 
 
 if __name__ == "__main__":
