@@ -587,8 +587,8 @@ private:
 
 /// The messages of `plan`, none of whose slices is larger than its pair's
 /// bucket by `limits`.
-static std::vector<Message> packMessages(const Plan &plan,
-                                         const Limits &limits, int64_t chunks) {
+static std::vector<Message> packMessages(const Plan &plan, const Limits &limits,
+                                         int64_t chunks) {
   std::vector<GroupOrigins> origins = sliceOrigins(plan);
   std::vector<PairSlice> slices = remoteSlicesByPair(plan, origins, chunks);
   std::vector<Message> messages;
@@ -815,8 +815,7 @@ FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
       FuseOptions larger = kept;
       larger.nodeBucketBytes = std::max<int64_t>(
           1, static_cast<int64_t>(static_cast<long double>(bucketOf(kept)) *
-                                  options.nodeBucketBytes /
-                                  bucketOf(options)));
+                                  options.nodeBucketBytes / bucketOf(options)));
       attempt(larger, best.seconds);
     }
   }

@@ -131,9 +131,7 @@ StepTimes stepTimes(const m2n_plan_header_t &header, const Summary &summary,
   };
   StepTimes times;
   times.stepSeconds = model.getTopology().stepSeconds;
-  times.share = header.step_count ? double(header.lower_bound_ns) * 1e-9 /
-                                        double(header.step_count)
-                                  : 0;
+  times.bound = double(header.lower_bound_ns) * 1e-9;
   times.busiest.resize(header.step_count);
   times.loaded.assign(header.step_count, 0);
   // Over all steps first, to find the rank with the most work.
@@ -195,7 +193,6 @@ void printSteps(const LoadedPlan &plan, const Summary &summary,
   const m2n_plan_header_t &header = plan.header();
   Traffic traffic = trafficOf(plan);
   StepTimes times = stepTimes(header, summary, model);
-  double bound = double(header.lower_bound_ns) * 1e-9;
   llvm::raw_ostream &os = llvm::outs();
   os << llvm::formatv("{0,6} {1,9} {2,14} {3,13} {4,12} {5,12} {6,7} {7,12} "
                       "{8,12} {9,14}\n",
@@ -207,20 +204,18 @@ void printSteps(const LoadedPlan &plan, const Summary &summary,
     const StepTimes::Busiest &most = times.busiest[s];
     os << llvm::formatv("{0,6} {1,9} {2,14} {3,13} {4,12:F3} {5,12:F3} "
                         "{6,7:F2} {7,12:F3} {8,12} {9,14}\n",
-                        s, step.messages, step.bytes, most.label(), most.seconds * 1e6,
-                        times.share * 1e6, times.overShare(s),
-                        times.loaded[s] * 1e6,
+                        s, step.messages, step.bytes, most.label(),
+                        most.seconds * 1e6, times.share() * 1e6,
+                        times.overShare(s), times.loaded[s] * 1e6,
                         traffic.senders - step.sendingRanks,
                         traffic.receivers - step.receivingRanks);
   }
-  double total = times.total();
   os << llvm::formatv("loaded: rank {0}, {1} of work in all\n"
                       "over {2} steps {3} by this topology (the plan's "
                       "predicted {4}), {5:F2}x its lower bound {6}\n",
                       times.loadedRank, humanSeconds(times.loadedSeconds),
-                      traffic.steps.size(), humanSeconds(total),
-                      humanTime(header.predicted_ns),
-                      bound > 0 ? total / bound : 1.0,
+                      traffic.steps.size(), humanSeconds(times.total()),
+                      humanTime(header.predicted_ns), times.overBound(),
                       humanTime(header.lower_bound_ns));
 }
 

@@ -465,7 +465,7 @@ void writeStepTable(llvm::raw_ostream &os, const Traffic &traffic,
        << llvm::formatv("<td>{0}</td><td>{1:F3}</td><td>{2:F3}</td>"
                         "<td>{3:F2}</td><td>{4:F3}</td>",
                         step.messages ? most.label() : "-", most.seconds * 1e6,
-                        times.share * 1e6, over, times.loaded[index] * 1e6)
+                        times.share() * 1e6, over, times.loaded[index] * 1e6)
        << rankAndBytes(step.messages, step.busiestSender,
                        step.busiestSenderBytes)
        << rankAndBytes(step.messages, step.busiestReceiver,
@@ -511,18 +511,12 @@ std::string drawHtml(llvm::StringRef name, const m2n_plan_header_t &header,
         "cost model (its busiest rank's and the step's own cost) against "
         "the even share, the lower bound over the steps; steps more than "
      << llvm::formatv("{0:F2}", kShadedOverShare)
-     << "× the share are shaded. The loaded rank, "
-     << times.loadedRank << ", has the most work in the plan ("
-     << humanSeconds(times.loadedSeconds)
-     << "). The steps take "
-     << humanSeconds(times.total()) << " (the plan predicts "
-     << humanTime(header.predicted_ns) << "), "
-     << llvm::formatv("{0:F2}", header.lower_bound_ns
-                                    ? times.total() * 1e9 /
-                                          double(header.lower_bound_ns)
-                                    : 1.0)
-     << "× the lower bound of " << humanTime(header.lower_bound_ns)
-     << ".</p>\n";
+     << "× the share are shaded. The loaded rank, " << times.loadedRank
+     << ", has the most work in the plan (" << humanSeconds(times.loadedSeconds)
+     << "). The steps take " << humanSeconds(times.total())
+     << " (the plan predicts " << humanTime(header.predicted_ns) << "), "
+     << llvm::formatv("{0:F2}", times.overBound()) << "× the lower bound of "
+     << humanTime(header.lower_bound_ns) << ".</p>\n";
   writeStepTable(os, traffic, times);
   os << "</body>\n</html>\n";
   return text;

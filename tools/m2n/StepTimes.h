@@ -1,4 +1,4 @@
-//===- StepTimes.h - A plan's time by a cost model, step by step -*- C++ -*-===//
+//===- StepTimes.h - A plan's time, step by step ---------------*- C++ -*-===//
 //
 // Where a plan loses time against its lower bound, step by step, as `m2n
 // inspect --steps` prints it and the step table of `--html` shows it: per
@@ -38,15 +38,19 @@ struct StepTimes {
   uint64_t loadedRank = 0;
   double loadedSeconds = 0;
   std::vector<double> loaded;
-  /// Each step's own cost, and the plan's lower bound over its steps.
+  /// Each step's own cost, and the plan's lower bound.
   double stepSeconds = 0;
-  double share = 0;
+  double bound = 0;
 
+  /// The even share: the plan's lower bound over its steps.
+  double share() const {
+    return busiest.empty() ? 0.0 : bound / static_cast<double>(busiest.size());
+  }
   /// Step s's time: its busiest rank and its own cost.
   double seconds(size_t s) const { return busiest[s].seconds + stepSeconds; }
   /// Step s's time over the even share: above 1 where the step loses.
   double overShare(size_t s) const {
-    return share > 0 ? seconds(s) / share : 0.0;
+    return share() > 0 ? seconds(s) / share() : 0.0;
   }
   /// The steps' times added up, the model's time for the plan.
   double total() const {
@@ -55,6 +59,8 @@ struct StepTimes {
       sum += seconds(s);
     return sum;
   }
+  /// The steps' total over the plan's lower bound (1 without one).
+  double overBound() const { return bound > 0 ? total() / bound : 1.0; }
 };
 
 } // namespace m2n::driver

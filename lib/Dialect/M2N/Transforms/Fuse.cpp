@@ -30,8 +30,8 @@ struct FusePass : impl::FusePassBase<FusePass> {
     // Without an explicit bucket, messages within a node are as much larger
     // as its links are faster.
     if (bucketBytes <= 0) {
-      options.nodeBucketBytes = std::min<int64_t>(
-          model->defaultNodeBucketBytes(), stagingBytes / 2);
+      options.nodeBucketBytes =
+          std::min<int64_t>(model->defaultNodeBucketBytes(), stagingBytes / 2);
       options.ranksPerNode = model->getTopology().ranksPerNode;
     }
     // What the schedule pass will do, to judge the messages by.
