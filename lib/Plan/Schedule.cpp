@@ -1797,9 +1797,11 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   }
 
   Schedule chosen = best.schedule();
+  stats.candidateSeconds = chosen.seconds;
   if (StepRefiner::affordable(static_cast<size_t>(chosen.count),
                               fewest.slotCount()))
     StepRefiner(plan, dependencies, fewest, stepSeconds, chosen).run(chosen);
+  stats.refinedSeconds = chosen.seconds;
   // A step left empty costs its overhead and moves nothing.
   std::vector<int64_t> renumbered(chosen.count, -1);
   for (int64_t step : chosen.steps)

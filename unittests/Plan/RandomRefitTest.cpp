@@ -401,10 +401,11 @@ CostModel randomCostModel(Random &random) {
 /// The whole pipeline, as m2n-compile runs it, with buckets and staging
 /// budgets small enough that slices split, steps multiply and zero-copy
 /// messages appear; every plan must verify and run right on the reference
-/// executor.
+/// executor, and the schedule's refiner must never slow a plan and must
+/// speed up some.
 TEST(RandomRefitTest, WholePipelineRunsRight) {
   constexpr int kCases = 1000;
-  int64_t relayed = 0, multiStep = 0, zeroCopy = 0, splits = 0;
+  int64_t relayed = 0, multiStep = 0, zeroCopy = 0, splits = 0, refined = 0;
   for (int seed = 0; seed < kCases; ++seed) {
     Random random(static_cast<uint32_t>(seed) + 100000);
     spec::RefitSpec spec = randomRefit(random);
@@ -434,6 +435,19 @@ TEST(RandomRefitTest, WholePipelineRunsRight) {
                                   << describe(spec) << joined(problems);
     ASSERT_EQ(runReference(plan), "") << "seed " << seed << "\n"
                                       << describe(spec);
+    // Refining never makes the schedule slower, and what the model says
+    // of the plan written is at most what the refiner left, whose empty
+    // steps are dropped.
+    ASSERT_LE(scheduled->refinedSeconds,
+              scheduled->candidateSeconds * (1 + 1e-9))
+        << "seed " << seed << "\n"
+        << describe(spec);
+    ASSERT_LE(model.cost(plan).predictedSeconds,
+              scheduled->refinedSeconds * (1 + 1e-9))
+        << "seed " << seed << "\n"
+        << describe(spec);
+    refined +=
+        scheduled->refinedSeconds < scheduled->candidateSeconds * (1 - 1e-6);
     relayed += relayStats.relayedRegions > 0;
     multiStep += scheduled->steps > 1;
     zeroCopy += fuseStats.zeroCopyMessages > 0;
@@ -443,6 +457,7 @@ TEST(RandomRefitTest, WholePipelineRunsRight) {
   EXPECT_GT(multiStep, kCases / 10);
   EXPECT_GT(zeroCopy, kCases / 10);
   EXPECT_GT(splits, kCases / 10);
+  EXPECT_GT(refined, kCases / 50);
 }
 
 /// Fan-out slices stand for exactly the slices that decompose writes per

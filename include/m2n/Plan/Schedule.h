@@ -29,6 +29,10 @@ struct ScheduleOptions {
 struct ScheduleStats {
   int64_t steps = 0;
   int64_t stagingPeak = 0;
+  /// With a model: its time of the fastest schedule tried, and of that
+  /// schedule once refined (before the steps it left empty are dropped).
+  double candidateSeconds = 0;
+  double refinedSeconds = 0;
 };
 
 /// Assigns every message a step so that each forward comes in a later step
