@@ -513,7 +513,7 @@ private:
 /// -> dp16,ep64) 1.6 million messages wait on 40 million inputs in all, and
 /// on 1.1 million sets of 19 million. The messages that are inputs of the
 /// same sets form a block, so that a list schedule counts down a block's
-/// messages and then its sets: 1.6 and 5.9 million steps there, where
+/// messages and then its sets: 1.6 and 5.9 million decrements there, where
 /// counting down each input's sets took 19 million.
 class Dependencies {
 public:
@@ -688,17 +688,18 @@ private:
     setBlocks.assign(sets(), 0);
     llvm::DenseMap<HashedList, uint32_t, HashedListInfo> known;
     for (size_t m = 0; m < count; ++m) {
-      llvm::ArrayRef<uint32_t> sets = slice(waiters, waiterStart, m);
-      if (sets.empty())
+      llvm::ArrayRef<uint32_t> waiting = slice(waiters, waiterStart, m);
+      if (waiting.empty())
         continue;
-      HashedList list{sets, llvm::hash_combine_range(sets.begin(), sets.end())};
+      HashedList list{waiting,
+                      llvm::hash_combine_range(waiting.begin(), waiting.end())};
       auto [it, added] =
           known.try_emplace(list, static_cast<uint32_t>(blockSizes.size()));
       if (added) {
-        blockWaiters.insert(blockWaiters.end(), sets.begin(), sets.end());
+        blockWaiters.insert(blockWaiters.end(), waiting.begin(), waiting.end());
         blockWaiterStart.push_back(blockWaiters.size());
         blockSizes.push_back(0);
-        for (uint32_t set : sets)
+        for (uint32_t set : waiting)
           ++setBlocks[set];
       }
       blockOfMessage[m] = it->second;
