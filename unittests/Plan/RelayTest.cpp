@@ -602,28 +602,36 @@ TEST(Relay, TwinsOnANodePassOnInNodeSizedMessages) {
   // passes what it took on to its twin, the same shard of the node's other
   // replica, over the node's links. In messages sized for a NIC those
   // passes pay a latency each; fuseForSchedule also tries them in the
-  // node's larger bucket and keeps that where it schedules faster (here
-  // 1,536 messages become 1,152, 14.38 ms to 14.27 ms).
-  CostModel model;
-  Plan plan = planWithMeshes(mesh({8}, rankRange(0, 8)),
-                             mesh({8, 4}, rankRange(8, 32)));
-  addGroup(plan, {14336, 4096}, DType::BF16, {Placement::shard(0)},
-           {Placement::replicate(), Placement::shard(1)}, /*members=*/32);
-  addDirectSlices(plan, 0);
-  relay(plan, model, RelayOptions());
-  ASSERT_EQ(checkSlices(plan), "");
-  FuseOptions uniform{model.defaultBucketBytes()};
-  FuseOptions nodes = uniform;
-  nodes.nodeBucketBytes = model.defaultNodeBucketBytes();
-  nodes.ranksPerNode = model.getTopology().ranksPerNode;
-  ScheduleOptions options;
-  options.model = &model;
-  Plan without = plan;
-  fuseForSchedule(without, uniform, options);
-  ASSERT_TRUE(static_cast<bool>(schedule(without, options)));
-  fuseForSchedule(plan, nodes, options);
-  ASSERT_TRUE(static_cast<bool>(schedule(plan, options)));
-  EXPECT_EQ(checkForwardSteps(plan), "");
+  // node's larger bucket and keeps that where it schedules faster: at 20
+  // us a message, 1,536 messages become 1,216, 13.74 ms to 13.49 ms; at the
+  // default 10 us the NIC-sized messages schedule faster and stay.
+  auto fused = [](const CostModel &model) {
+    Plan plan = planWithMeshes(mesh({8}, rankRange(0, 8)),
+                               mesh({8, 4}, rankRange(8, 32)));
+    addGroup(plan, {14336, 4096}, DType::BF16, {Placement::shard(0)},
+             {Placement::replicate(), Placement::shard(1)}, /*members=*/32);
+    addDirectSlices(plan, 0);
+    relay(plan, model, RelayOptions());
+    EXPECT_EQ(checkSlices(plan), "");
+    FuseOptions uniform{model.defaultBucketBytes()};
+    FuseOptions nodes = uniform;
+    nodes.nodeBucketBytes = model.defaultNodeBucketBytes();
+    nodes.ranksPerNode = model.getTopology().ranksPerNode;
+    ScheduleOptions options;
+    options.model = &model;
+    Plan without = plan;
+    fuseForSchedule(without, uniform, options);
+    EXPECT_TRUE(static_cast<bool>(schedule(without, options)));
+    fuseForSchedule(plan, nodes, options);
+    EXPECT_TRUE(static_cast<bool>(schedule(plan, options)));
+    EXPECT_EQ(checkForwardSteps(plan), "");
+    return std::make_tuple(plan, without, uniform, nodes);
+  };
+
+  Topology slowStarts;
+  slowStarts.latencySeconds = 20e-6;
+  CostModel model(slowStarts);
+  auto [plan, without, uniform, nodes] = fused(model);
   int64_t largest = 0;
   for (const Message &m : plan.messages) {
     bool sameNode = model.sameNode(m.sender, m.receiver);
@@ -637,6 +645,11 @@ TEST(Relay, TwinsOnANodePassOnInNodeSizedMessages) {
   EXPECT_GT(largest, uniform.bucketBytes);
   EXPECT_LT(withNodes, uniformSeconds);
   EXPECT_LT(plan.messages.size(), without.messages.size());
+
+  CostModel usual;
+  auto [kept, nicSized, usualUniform, usualNodes] = fused(usual);
+  EXPECT_LE(usual.cost(kept).predictedSeconds,
+            usual.cost(nicSized).predictedSeconds);
 }
 
 TEST(Relay, ReceiversBesideTheTrainersFeedTheOtherNode) {
