@@ -737,7 +737,7 @@ FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
   // more messages than this is not tried.
   constexpr int64_t kMostMessages = int64_t(1) << 18;
   Traffic traffic = trafficOf(plan);
-  if (!traffic.forwards || !schedule.model)
+  if (!schedule.model)
     return fuse(plan, uniform);
   auto withBucket = [&](int64_t bytes) {
     FuseOptions smaller = uniform;
@@ -753,16 +753,18 @@ FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
   // faster than the one before; the smallest always; then the chunks.
   int64_t smallest = std::max<int64_t>(1, traffic.busiest / kPipelineMessages);
   std::vector<FuseOptions> halvings;
-  for (int64_t bucket = options.bucketBytes / 2;
-       bucket > smallest && fewEnough(bucket); bucket /= 2)
-    halvings.push_back(withBucket(bucket));
   std::vector<FuseOptions> tries;
-  if (2 * smallest <= options.bucketBytes && fewEnough(smallest))
-    tries.push_back(withBucket(smallest));
   FuseOptions chunked = uniform;
   chunked.pairChunks = kPipelineChunks;
-  if (traffic.pairs * kPipelineChunks <= kMostMessages)
-    tries.push_back(chunked);
+  if (traffic.forwards) {
+    for (int64_t bucket = options.bucketBytes / 2;
+         bucket > smallest && fewEnough(bucket); bucket /= 2)
+      halvings.push_back(withBucket(bucket));
+    if (2 * smallest <= options.bucketBytes && fewEnough(smallest))
+      tries.push_back(withBucket(smallest));
+    if (traffic.pairs * kPipelineChunks <= kMostMessages)
+      tries.push_back(chunked);
+  }
   bool nodes = options.ranksPerNode > 0 && options.nodeBucketBytes > 0 &&
                options.nodeBucketBytes != bucketOf(options) &&
                fewEnough(bucketOf(options));

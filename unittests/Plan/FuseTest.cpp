@@ -1,6 +1,8 @@
 //===- FuseTest.cpp - Tests of packing slices into messages ---------------===//
 
 #include "m2n/Plan/Fuse.h"
+#include "m2n/Plan/CostModel.h"
+#include "m2n/Plan/Schedule.h"
 
 #include "HandBuiltPlans.h"
 
@@ -307,6 +309,39 @@ TEST(Fuse, ChunksCutPairsAndEachForwardTakesOneChunkOfEveryRoot) {
                   message(0, 1, 2, {{0, 1, 2, 4}}, 128),
                   message(1, 2, 3, {{0, 2, 0, 2}, {0, 3, 0, 2}}, 256),
                   message(1, 2, 3, {{0, 2, 2, 4}, {0, 3, 2, 4}}, 256)});
+}
+
+TEST(Fuse, ForScheduleTriesTheNodeBucketWithoutForwards) {
+  // Four FSDP ranks that serve as TP4 on one node: each passes every other
+  // a quarter of its rows, 96 MiB a pair over NVLink, with no forwards. In
+  // messages sized for a NIC each pays a latency that is a tenth of its
+  // time at the node's bandwidth; the node's bucket sends each pair's
+  // bytes in one message.
+  CostModel model;
+  auto colocated = [] {
+    Plan plan =
+        planWithMeshes(mesh({4}, rankRange(0, 4)), mesh({4}, rankRange(0, 4)));
+    addGroup(plan, {8192, 4096}, DType::BF16, {Placement::shard(0)},
+             {Placement::shard(1)}, /*members=*/24);
+    addDirectSlices(plan, 0);
+    return plan;
+  };
+  FuseOptions uniform = modelBuckets(model, false);
+  FuseOptions nodes = modelBuckets(model, true);
+  ScheduleOptions options;
+  options.model = &model;
+  Plan plan = colocated(), nicSized = colocated();
+  fuse(nicSized, uniform);
+  ASSERT_TRUE(static_cast<bool>(schedule(nicSized, options)));
+  fuseForSchedule(plan, nodes, options);
+  ASSERT_TRUE(static_cast<bool>(schedule(plan, options)));
+  int64_t largest = 0;
+  for (const Message &m : plan.messages)
+    largest = std::max(largest, m.bytes);
+  EXPECT_GT(largest, uniform.bucketBytes);
+  EXPECT_LT(plan.messages.size(), nicSized.messages.size());
+  EXPECT_LT(model.cost(plan).predictedSeconds,
+            model.cost(nicSized).predictedSeconds);
 }
 
 TEST(Fuse, IsDeterministic) {

@@ -8,7 +8,9 @@
 #ifndef M2N_UNITTESTS_PLAN_HANDBUILTPLANS_H
 #define M2N_UNITTESTS_PLAN_HANDBUILTPLANS_H
 
+#include "m2n/Plan/CostModel.h"
 #include "m2n/Plan/Decompose.h"
+#include "m2n/Plan/Fuse.h"
 #include "m2n/Plan/Plan.h"
 
 #include <algorithm>
@@ -81,6 +83,17 @@ inline void addDirectSlices(Plan &plan, int32_t g) {
   Plan decomposed = plan;
   decompose(decomposed);
   plan.groups[g].slices = std::move(decomposed.groups[g].slices);
+}
+
+/// The model's bucket for every pair, and with `nodes` the model's larger
+/// bucket for pairs within a node, as m2n-fuse takes them.
+inline FuseOptions modelBuckets(const CostModel &model, bool nodes) {
+  FuseOptions options{model.defaultBucketBytes()};
+  if (nodes) {
+    options.nodeBucketBytes = model.defaultNodeBucketBytes();
+    options.ranksPerNode = model.getTopology().ranksPerNode;
+  }
+  return options;
 }
 
 } // namespace m2n::plan::testing

@@ -613,10 +613,8 @@ TEST(Relay, TwinsOnANodePassOnInNodeSizedMessages) {
     addDirectSlices(plan, 0);
     relay(plan, model, RelayOptions());
     EXPECT_EQ(checkSlices(plan), "");
-    FuseOptions uniform{model.defaultBucketBytes()};
-    FuseOptions nodes = uniform;
-    nodes.nodeBucketBytes = model.defaultNodeBucketBytes();
-    nodes.ranksPerNode = model.getTopology().ranksPerNode;
+    FuseOptions uniform = modelBuckets(model, false);
+    FuseOptions nodes = modelBuckets(model, true);
     ScheduleOptions options;
     options.model = &model;
     Plan without = plan;

@@ -58,19 +58,20 @@ std::vector<Message> fusedMessages(const Plan &plan,
                                    const FuseOptions &options);
 
 /// Fuses `plan` as fuse() does, but for a plan that forwards anything also
-/// tries smaller messages and messages cut into chunks per pair, and keeps
-/// the messages that the model, scheduling each in `schedule`'s budget,
-/// finds clearly fastest. A forward waits for every message that brings its
-/// bytes, and a pipeline's steps are about a share of the busiest rank's
-/// work: with messages large against that share, the forwards start late
-/// and the steps pack unevenly; with messages too small, their latencies
-/// add up. The smaller buckets are options' halved, in turn while each
-/// schedules faster than the last, down to the busiest rank's bytes over
-/// kPipelineMessages, which is tried when it is under half of options'
-/// (Llama-3-8B fsdp32 -> dp12,tp8 flat: 1.26x the bound at the default
-/// bucket and at that smallest one, 1.20x at a quarter). The chunks
-/// (kPipelineChunks per pair and root, see FuseOptions::pairChunks) make a
-/// pipeline in which every source-side rank feeds each of its receivers a
+/// tries smaller messages and messages cut into chunks per pair, and for
+/// any plan larger messages between two ranks of one node (options'
+/// nodeBucketBytes), and keeps the messages that the model, scheduling
+/// each in `schedule`'s budget, finds fastest (finer ones by over 1%). A
+/// forward waits for every message that brings its bytes, and a pipeline's
+/// steps are about a share of the busiest rank's work: with messages large
+/// against that share, the forwards start late and the steps pack unevenly;
+/// with messages too small, their latencies add up. The smaller buckets are
+/// options' halved, in turn while each schedules faster than the last, down to
+/// the busiest rank's bytes over kPipelineMessages, which is tried when it is
+/// under half of options' (Llama-3-8B fsdp32 -> dp12,tp8 flat: 1.26x the bound
+/// at the default bucket and at that smallest one, 1.20x at a quarter). The
+/// chunks (kPipelineChunks per pair and root, see FuseOptions::pairChunks) make
+/// a pipeline in which every source-side rank feeds each of its receivers a
 /// chunk at a time, and each forward passes on one chunk of every root.
 constexpr int64_t kPipelineMessages = 512;
 constexpr int64_t kPipelineChunks = 32;

@@ -133,9 +133,10 @@ def FusePass : Pass<"m2n-fuse", "mlir::ModuleOp"> {
     each halving schedules faster than the last, and in 32 chunks per pair
     and root (a forward passing on one chunk of every root); the finer
     messages are kept where the cost model, scheduling each, finds them
-    more than 1% faster. The two fastest uniform buckets are then tried
-    with a larger bucket between two ranks of one node, as much larger as
-    the node's links are faster than a NIC, and kept where faster. Messages fused for the cost
+    more than 1% faster. The two fastest uniform buckets (for a plan
+    without forwards, the model's) are then tried with a larger bucket
+    between two ranks of one node, as much larger as the node's links are
+    faster than a NIC, and kept where faster. Messages fused for the cost
     model are written scheduled, with the topology recorded as
     `schedule_topology`, so that m2n-schedule keeps their schedule.
   }];
