@@ -754,14 +754,14 @@ FuseStats plan::fuseForSchedule(Plan &plan, const FuseOptions &options,
   int64_t smallest = std::max<int64_t>(1, traffic.busiest / kPipelineMessages);
   std::vector<FuseOptions> halvings;
   std::vector<FuseOptions> tries;
-  FuseOptions chunked = uniform;
-  chunked.pairChunks = kPipelineChunks;
   if (traffic.forwards) {
     for (int64_t bucket = options.bucketBytes / 2;
          bucket > smallest && fewEnough(bucket); bucket /= 2)
       halvings.push_back(withBucket(bucket));
     if (2 * smallest <= options.bucketBytes && fewEnough(smallest))
       tries.push_back(withBucket(smallest));
+    FuseOptions chunked = uniform;
+    chunked.pairChunks = kPipelineChunks;
     if (traffic.pairs * kPipelineChunks <= kMostMessages)
       tries.push_back(chunked);
   }

@@ -339,6 +339,7 @@ TEST(Fuse, ForScheduleTriesTheNodeBucketWithoutForwards) {
   for (const Message &m : plan.messages)
     largest = std::max(largest, m.bytes);
   EXPECT_GT(largest, uniform.bucketBytes);
+  EXPECT_EQ(plan.messages.size(), 12u); // one message per pair
   EXPECT_LT(plan.messages.size(), nicSized.messages.size());
   EXPECT_LT(model.cost(plan).predictedSeconds,
             model.cost(nicSized).predictedSeconds);

@@ -391,6 +391,22 @@ Plan shardedToReplicas(int64_t sources, int64_t firstReceiver,
   return plan;
 }
 
+/// A BF16 tensor of `shape` (`members` of it) split by rows over
+/// `trainers` ranks from rank 0 on, served by the replicas along axis 0 of
+/// `serving`, each split along dimension `dim` over axis 1, relayed by
+/// `model`.
+Plan relayedToReplicas(const CostModel &model, int64_t trainers, Mesh serving,
+                       std::vector<int64_t> shape, int64_t dim,
+                       int32_t members) {
+  Plan plan = planWithMeshes(mesh({trainers}, rankRange(0, trainers)),
+                             std::move(serving));
+  addGroup(plan, std::move(shape), DType::BF16, {Placement::shard(0)},
+           {Placement::replicate(), Placement::shard(dim)}, members);
+  addDirectSlices(plan, 0);
+  relay(plan, model, RelayOptions());
+  return plan;
+}
+
 /// Slices of group 0 that forward bytes among destination ranks.
 size_t forwards(const Plan &plan) {
   return llvm::count_if(plan.groups[0].slices, [](const Slice &s) {
@@ -575,12 +591,8 @@ TEST(Relay, FewTrainersFeedManyReplicasThroughAPipeline) {
   Topology flat;
   flat.ranksPerNode = 0;
   CostModel model(flat);
-  Plan plan = planWithMeshes(mesh({8}, rankRange(0, 8)),
-                             mesh({8, 8}, rankRange(8, 64)));
-  addGroup(plan, {28672, 8192}, DType::BF16, {Placement::shard(0)},
-           {Placement::replicate(), Placement::shard(1)}, /*members=*/240);
-  addDirectSlices(plan, 0);
-  relay(plan, model, RelayOptions());
+  Plan plan = relayedToReplicas(model, 8, mesh({8, 8}, rankRange(8, 64)),
+                                {28672, 8192}, 1, /*members=*/240);
   ASSERT_EQ(checkSlices(plan), "");
   FuseOptions bucket{model.defaultBucketBytes()};
   ScheduleOptions options;
@@ -605,31 +617,30 @@ TEST(Relay, TwinsOnANodePassOnInNodeSizedMessages) {
   // node's larger bucket and keeps that where it schedules faster: at 20
   // us a message, 1,536 messages become 1,216, 13.74 ms to 13.49 ms; at the
   // default 10 us the NIC-sized messages schedule faster and stay.
+
+  // The plan fused with the node's bucket, and with the model's bucket
+  // for every pair.
   auto fused = [](const CostModel &model) {
-    Plan plan = planWithMeshes(mesh({8}, rankRange(0, 8)),
-                               mesh({8, 4}, rankRange(8, 32)));
-    addGroup(plan, {14336, 4096}, DType::BF16, {Placement::shard(0)},
-             {Placement::replicate(), Placement::shard(1)}, /*members=*/32);
-    addDirectSlices(plan, 0);
-    relay(plan, model, RelayOptions());
+    Plan plan = relayedToReplicas(model, 8, mesh({8, 4}, rankRange(8, 32)),
+                                  {14336, 4096}, 1, /*members=*/32);
     EXPECT_EQ(checkSlices(plan), "");
-    FuseOptions uniform = modelBuckets(model, false);
-    FuseOptions nodes = modelBuckets(model, true);
     ScheduleOptions options;
     options.model = &model;
     Plan without = plan;
-    fuseForSchedule(without, uniform, options);
+    fuseForSchedule(without, modelBuckets(model, false), options);
     EXPECT_TRUE(static_cast<bool>(schedule(without, options)));
-    fuseForSchedule(plan, nodes, options);
+    fuseForSchedule(plan, modelBuckets(model, true), options);
     EXPECT_TRUE(static_cast<bool>(schedule(plan, options)));
     EXPECT_EQ(checkForwardSteps(plan), "");
-    return std::make_tuple(plan, without, uniform, nodes);
+    return std::make_pair(plan, without);
   };
 
   Topology slowStarts;
   slowStarts.latencySeconds = 20e-6;
   CostModel model(slowStarts);
-  auto [plan, without, uniform, nodes] = fused(model);
+  FuseOptions uniform = modelBuckets(model, false);
+  FuseOptions nodes = modelBuckets(model, true);
+  auto [plan, without] = fused(model);
   int64_t largest = 0;
   for (const Message &m : plan.messages) {
     bool sameNode = model.sameNode(m.sender, m.receiver);
@@ -645,7 +656,7 @@ TEST(Relay, TwinsOnANodePassOnInNodeSizedMessages) {
   EXPECT_LT(plan.messages.size(), without.messages.size());
 
   CostModel usual;
-  auto [kept, nicSized, usualUniform, usualNodes] = fused(usual);
+  auto [kept, nicSized] = fused(usual);
   EXPECT_LE(usual.cost(kept).predictedSeconds,
             usual.cost(nicSized).predictedSeconds);
 }
@@ -661,13 +672,8 @@ TEST(Relay, ReceiversBesideTheTrainersFeedTheOtherNode) {
   // on Llama-3-8B); with the regions decided once, in order, the first
   // ones loaded the receivers of node 0 and the last the trainers.
   CostModel model;
-  Plan plan = planWithMeshes(mesh({4}, rankRange(0, 4)),
-                             mesh({6, 2}, rankRange(4, 12)));
-  addGroup(plan, {14336, 4096}, DType::BF16, {Placement::shard(0)},
-           {Placement::replicate(), Placement::shard(0)},
-           /*members=*/32);
-  addDirectSlices(plan, 0);
-  relay(plan, model, RelayOptions());
+  Plan plan = relayedToReplicas(model, 4, mesh({6, 2}, rankRange(4, 12)),
+                                {14336, 4096}, 0, /*members=*/32);
   ASSERT_EQ(checkSlices(plan), "");
   const TransferGroup &group = plan.groups[0];
   std::vector<int64_t> nicIn(16), nicOut(16);
