@@ -53,6 +53,7 @@
 #include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/ThreadPool.h"
 
 #include <algorithm>
 #include <array>
@@ -179,38 +180,43 @@ void sortByKey(const Plan &plan, std::vector<MessageKey> &keys) {
 }
 
 /// Sorts `keys`, whose `first` is a step in [0, numSteps), as sortByKey
-/// would. Fuse leaves messages in order of (round, sender, receiver) and a
-/// round's steps come after the last round's, so a stable counting sort by
-/// step nearly sorts them, and only each pair's messages in a step are left
-/// to sort; messages in another order are sorted whole.
+/// would: a stable counting sort by step, then each step's keys on their
+/// own, on the pool's threads. Fuse leaves messages in order of (round,
+/// sender, receiver), so where a step holds one round its keys are in pair
+/// order already, and only each pair's messages are left to sort.
 void sortBySteps(const Plan &plan, std::vector<MessageKey> &keys,
-                 int64_t numSteps) {
+                 int64_t numSteps, llvm::ThreadPoolInterface *pool) {
   std::vector<size_t> next(static_cast<size_t>(numSteps) + 1, 0);
   for (const MessageKey &key : keys)
     ++next[key.first + 1];
   for (size_t step = 1; step < next.size(); ++step)
     next[step] += next[step - 1];
+  std::vector<size_t> stepStart = next;
   std::vector<MessageKey> byStep(keys.size(), keys.front());
   for (const MessageKey &key : keys)
     byStep[next[key.first]++] = key;
   keys = std::move(byStep);
   auto pair = [](const MessageKey &key) {
-    return std::tie(key.first, key.sender, key.receiver);
+    return std::tie(key.sender, key.receiver);
   };
-  if (!std::is_sorted(keys.begin(), keys.end(),
-                      [&](const MessageKey &a, const MessageKey &b) {
-                        return pair(a) < pair(b);
-                      })) {
-    sortByKey(plan, keys);
-    return;
-  }
-  for (size_t begin = 0, end; begin < keys.size(); begin = end) {
-    for (end = begin + 1;
-         end < keys.size() && pair(keys[end]) == pair(keys[begin]);)
-      ++end;
-    if (end - begin > 1)
-      std::sort(keys.begin() + begin, keys.begin() + end, KeyLess{plan});
-  }
+  forEachIndex(static_cast<size_t>(numSteps), pool, [&](size_t step) {
+    auto first = keys.begin() + static_cast<ptrdiff_t>(stepStart[step]);
+    auto last = keys.begin() + static_cast<ptrdiff_t>(stepStart[step + 1]);
+    if (!std::is_sorted(first, last,
+                        [&](const MessageKey &a, const MessageKey &b) {
+                          return pair(a) < pair(b);
+                        })) {
+      std::sort(first, last, KeyLess{plan});
+      return;
+    }
+    for (auto begin = first, end = first; begin != last; begin = end) {
+      end = std::find_if(begin + 1, last, [&](const MessageKey &key) {
+        return pair(key) != pair(*begin);
+      });
+      if (end - begin > 1)
+        std::sort(begin, end, KeyLess{plan});
+    }
+  });
 }
 
 /// What each rank does in each step of one round: the staging bytes it
@@ -882,8 +888,9 @@ public:
       bestIndex = index;
     }
   }
-  /// The best so far; one was offered.
+  /// The best so far and its number; one was offered.
   const Schedule &schedule() const { return *best; }
+  size_t index() const { return bestIndex; }
   /// The best time so far, infinity before any offer.
   double seconds() {
     std::lock_guard<std::mutex> lock(mutex);
@@ -1750,6 +1757,30 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
         list(0, firstLooks, std::numeric_limits<double>::infinity());
       }};
   forEachIndex(first.size(), pool, [&](size_t i) { first[i](); });
+  auto refine = [&](Schedule &schedule) {
+    if (StepRefiner::affordable(static_cast<size_t>(schedule.count),
+                                fewest.slotCount()))
+      StepRefiner(plan, dependencies, fewest, stepSeconds, schedule)
+          .run(schedule);
+  };
+  // On large plans the best candidate so far is refined beside the list
+  // schedules below, on the pool, and kept where none of them beats it: at
+  // scale none does (2,048 ranks: rounds in lockstep, 0.653 s, against
+  // 0.69 s and slower for the lists), and the refiner's half a second would
+  // follow them alone. On smaller plans the lists mostly win and a refine
+  // takes little, so that work would be wasted (the seed-1 layout sweep:
+  // 268 CPU seconds against 232). The refinement depends on its candidate
+  // only, not on threads.
+  constexpr size_t kRefineBesideFrom = size_t(1) << 18;
+  size_t earlyIndex = best.index();
+  std::optional<Schedule> early;
+  std::optional<llvm::ThreadPoolTaskGroup> refining;
+  if (pool && pool->getMaxConcurrency() > 1 &&
+      plan.messages.size() >= kRefineBesideFrom) {
+    early = best.schedule();
+    refining.emplace(*pool);
+    refining->async([&] { refine(*early); });
+  }
   // A list schedule looks at every waiting message in every step, most of
   // them at a glance: the counts tried stop after a few seconds' worth.
   // They go two at a time, and the looks so far are counted between two
@@ -1819,6 +1850,7 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   // quarter either side of the fastest list's are tried too (Llama-3-8B
   // fsdp8 -> dp16,tp8: 1.31x the bound without them, 1.29x with).
   std::optional<Schedule> beforeNear;
+  size_t beforeNearIndex = best.index();
   if (looks <= kMostLooks)
     beforeNear = best.schedule();
   for (double factor : {std::sqrt(2.0), std::sqrt(std::sqrt(2.0))}) {
@@ -1834,22 +1866,24 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
     runWaves(begin);
   }
 
-  Schedule chosen = best.schedule();
-  stats.candidateSeconds = chosen.seconds;
-  auto refine = [&](Schedule &schedule) {
-    if (StepRefiner::affordable(static_cast<size_t>(schedule.count),
-                                fewest.slotCount()))
-      StepRefiner(plan, dependencies, fewest, stepSeconds, schedule)
-          .run(schedule);
+  if (refining)
+    refining->wait();
+  // Candidate `index`, refined: the one refined above where it is that.
+  auto refined = [&](size_t index, Schedule candidate) {
+    if (early && index == earlyIndex)
+      return std::move(*early);
+    refine(candidate);
+    return candidate;
   };
-  refine(chosen);
+  stats.candidateSeconds = best.schedule().seconds;
+  Schedule chosen = refined(best.index(), best.schedule());
   // Refining is not monotone: where a list near the fastest count won,
   // the best before them is refined too, and the faster of the two kept,
   // so that those lists never make a plan slower.
   if (beforeNear && beforeNear->seconds > stats.candidateSeconds) {
-    refine(*beforeNear);
-    if (beforeNear->seconds <= chosen.seconds)
-      chosen = std::move(*beforeNear);
+    Schedule other = refined(beforeNearIndex, std::move(*beforeNear));
+    if (other.seconds <= chosen.seconds)
+      chosen = std::move(other);
   }
   stats.refinedSeconds = chosen.seconds;
   // A step left empty costs its overhead and moves nothing.
@@ -1905,7 +1939,7 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
   for (size_t i = 0; i < plan.messages.size(); ++i)
     keys.emplace_back(plan.messages[i].step, 0, 0, plan.messages[i], i);
   if (!keys.empty())
-    sortBySteps(plan, keys, firstStep);
+    sortBySteps(plan, keys, firstStep, options.pool);
   std::vector<Message> sorted;
   sorted.reserve(plan.messages.size());
   for (const MessageKey &key : keys)
