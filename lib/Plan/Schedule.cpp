@@ -1657,11 +1657,13 @@ private:
 /// count.
 static llvm::Expected<int64_t>
 balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
-             const std::vector<int64_t> &rounds, int64_t budget,
-             const CostModel &model, llvm::ThreadPoolInterface *pool,
+             const std::vector<int64_t> &rounds, const ScheduleOptions &options,
              ScheduleStats &stats) {
   if (plan.messages.empty())
     return 0;
+  int64_t budget = options.stagingBudget;
+  const CostModel &model = *options.model;
+  llvm::ThreadPoolInterface *pool = options.pool;
   Dependencies dependencies(plan, pool);
   bool forwards = byRound.size() > 1;
   std::vector<int64_t> chains(plan.messages.size(), 1);
@@ -1764,19 +1766,14 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
           .run(schedule);
   };
   // On large plans the best candidate so far is refined beside the list
-  // schedules below, on the pool, and kept where none of them beats it: at
-  // scale none does (2,048 ranks: rounds in lockstep, 0.653 s, against
-  // 0.69 s and slower for the lists), and the refiner's half a second would
-  // follow them alone. On smaller plans the lists mostly win and a refine
-  // takes little, so that work would be wasted (the seed-1 layout sweep:
-  // 268 CPU seconds against 232). The refinement depends on its candidate
+  // schedules below, on the pool, and kept where none of them beats it
+  // (ScheduleOptions says when). The refinement depends on its candidate
   // only, not on threads.
-  constexpr size_t kRefineBesideFrom = size_t(1) << 18;
   size_t earlyIndex = best.index();
   std::optional<Schedule> early;
   std::optional<llvm::ThreadPoolTaskGroup> refining;
   if (pool && pool->getMaxConcurrency() > 1 &&
-      plan.messages.size() >= kRefineBesideFrom) {
+      plan.messages.size() >= options.refineBesideListsFrom) {
     early = best.schedule();
     refining.emplace(*pool);
     refining->async([&] { refine(*early); });
@@ -1927,8 +1924,7 @@ llvm::Expected<ScheduleStats> plan::schedule(Plan &plan,
 
   ScheduleStats stats;
   llvm::Expected<int64_t> steps =
-      options.model ? balanceSteps(plan, byRound, *rounds, budget,
-                                   *options.model, options.pool, stats)
+      options.model ? balanceSteps(plan, byRound, *rounds, options, stats)
                     : firstFit(plan, byRound, budget, stats);
   if (!steps)
     return steps.takeError();

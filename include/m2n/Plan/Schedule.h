@@ -24,6 +24,16 @@ struct ScheduleOptions {
   /// Where the candidate schedules run at once; none: one after another.
   /// The result is the same either way.
   llvm::ThreadPoolInterface *pool = nullptr;
+  /// From this many messages on, with a model and a pool, the best
+  /// candidate before the list schedules after the first is refined on the
+  /// pool while they run, and that refinement is kept where none of them
+  /// beats it: at scale none does (2,048 ranks: rounds in lockstep, 0.653
+  /// s, against 0.69 s and slower for the lists), and the refiner's half a
+  /// second would otherwise follow them alone. On smaller plans the lists
+  /// mostly win and a refine takes little, so that work would mostly be
+  /// thrown away (the seed-1 layout sweep: 268 CPU seconds against 232).
+  /// The plan is the same either way.
+  size_t refineBesideListsFrom = size_t(1) << 18;
 };
 
 struct ScheduleStats {
