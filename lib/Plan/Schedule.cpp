@@ -1865,10 +1865,14 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
 
   if (refining)
     refining->wait();
-  // Candidate `index`, refined: the one refined above where it is that.
+  // Candidate `index`, refined: the one refined above where it is that
+  // (taken once).
   auto refined = [&](size_t index, Schedule candidate) {
-    if (early && index == earlyIndex)
-      return std::move(*early);
+    if (early && index == earlyIndex) {
+      candidate = std::move(*early);
+      early.reset();
+      return candidate;
+    }
     refine(candidate);
     return candidate;
   };
