@@ -1867,14 +1867,16 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
     refining->wait();
   // Candidate `index`, refined: the one refined above where it is that
   // (taken once).
-  auto refined = [&](size_t index, Schedule candidate) {
+  auto refined = [&](size_t index, const Schedule &candidate) {
+    Schedule schedule;
     if (early && index == earlyIndex) {
-      candidate = std::move(*early);
+      schedule = std::move(*early);
       early.reset();
-      return candidate;
+      return schedule;
     }
-    refine(candidate);
-    return candidate;
+    schedule = candidate;
+    refine(schedule);
+    return schedule;
   };
   stats.candidateSeconds = best.schedule().seconds;
   Schedule chosen = refined(best.index(), best.schedule());
@@ -1882,7 +1884,7 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   // the best before them is refined too, and the faster of the two kept,
   // so that those lists never make a plan slower.
   if (beforeNear && beforeNear->seconds > stats.candidateSeconds) {
-    Schedule other = refined(beforeNearIndex, std::move(*beforeNear));
+    Schedule other = refined(beforeNearIndex, *beforeNear);
     if (other.seconds <= chosen.seconds)
       chosen = std::move(other);
   }

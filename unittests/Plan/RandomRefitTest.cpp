@@ -22,6 +22,8 @@
 
 #include "PlanTestUtil.h"
 
+#include "llvm/Support/ThreadPool.h"
+
 #include <map>
 #include <random>
 
@@ -398,13 +400,29 @@ CostModel randomCostModel(Random &random) {
   return CostModel(topology);
 }
 
+/// What a plan's messages say, in order.
+std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, bool,
+                       std::vector<MessagePart>>>
+messagesOf(const Plan &plan) {
+  std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, bool,
+                         std::vector<MessagePart>>>
+      messages;
+  for (const Message &m : plan.messages)
+    messages.emplace_back(m.step, m.sender, m.receiver, m.bytes, m.zeroCopy,
+                          m.parts);
+  return messages;
+}
+
 /// The whole pipeline, as m2n-compile runs it, with buckets and staging
 /// budgets small enough that slices split, steps multiply and zero-copy
 /// messages appear; every plan must verify and run right on the reference
-/// executor, and the schedule's refiner must never slow a plan and must
-/// speed up some.
+/// executor, the schedule's refiner must never slow a plan and must speed
+/// up some, and scheduled on two threads, refining its best candidate
+/// beside the list schedules (as only large plans do by default), each
+/// plan must be the same, whether a list wins or that candidate does.
 TEST(RandomRefitTest, WholePipelineRunsRight) {
   constexpr int kCases = 1000;
+  llvm::StdThreadPool pool(llvm::hardware_concurrency(2));
   int64_t relayed = 0, multiStep = 0, zeroCopy = 0, splits = 0, refined = 0;
   for (int seed = 0; seed < kCases; ++seed) {
     Random random(static_cast<uint32_t>(seed) + 100000);
@@ -425,10 +443,18 @@ TEST(RandomRefitTest, WholePipelineRunsRight) {
     ScheduleOptions scheduleOptions;
     scheduleOptions.stagingBudget = 2 * bucket + random.between(0, 64);
     scheduleOptions.model = &model;
+    Plan threaded = plan;
     llvm::Expected<ScheduleStats> scheduled = schedule(plan, scheduleOptions);
     ASSERT_TRUE(bool(scheduled))
         << "seed " << seed << "\n"
         << describe(spec) << llvm::toString(scheduled.takeError());
+    ScheduleOptions beside = scheduleOptions;
+    beside.pool = &pool;
+    beside.refineBesideListsFrom = 0;
+    llvm::Expected<ScheduleStats> again = schedule(threaded, beside);
+    ASSERT_TRUE(bool(again)) << "seed " << seed << "\n"
+                             << llvm::toString(again.takeError());
+    ASSERT_EQ(messagesOf(threaded), messagesOf(plan)) << "seed " << seed;
 
     std::vector<std::string> problems = verifyPlan(plan);
     ASSERT_TRUE(problems.empty()) << "seed " << seed << "\n"

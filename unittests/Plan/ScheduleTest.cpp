@@ -8,12 +8,6 @@
 
 #include "gtest/gtest.h"
 
-#include "llvm/Support/ThreadPool.h"
-
-#include <optional>
-#include <random>
-#include <tuple>
-
 using namespace m2n;
 using namespace m2n::plan;
 using namespace m2n::plan::testing;
@@ -263,86 +257,6 @@ TEST(Schedule, ChainsOfForwardsGoStepByStep) {
   balanceOrFail(plan, 100, model);
   for (int32_t s = 1; s < 4; ++s)
     EXPECT_GT(stepOf(plan, s), stepOf(plan, s - 1)) << s;
-}
-
-/// `count` transfers among ranks 0..9 in rounds 0 to 2, drawn with `seed`:
-/// those of rounds 1 and 2 mostly forward a transfer of the round before
-/// from its receiver to a rank that does not hold those bytes yet; the rest
-/// come from the source side.
-Plan randomForwards(unsigned seed, int count) {
-  std::mt19937 draw(seed);
-  auto below = [&](int64_t n) {
-    return std::uniform_int_distribution<int64_t>(0, n - 1)(draw);
-  };
-  std::vector<Transfer> transfers;
-  // Per transfer, the one it forwards and the first of its chain.
-  std::vector<std::optional<size_t>> forwarded;
-  std::vector<size_t> chainOf;
-  for (int i = 0; i < count; ++i) {
-    auto round = static_cast<int32_t>(below(3));
-    std::vector<size_t> before;
-    for (size_t t = 0; t < transfers.size(); ++t)
-      if (transfers[t].round == round - 1)
-        before.push_back(t);
-    if (round > 0 && !before.empty() && below(4) > 0) {
-      size_t source = before[below(static_cast<int64_t>(before.size()))];
-      Transfer from = transfers[source];
-      std::vector<bool> holds(10, false);
-      for (size_t t = 0; t < transfers.size(); ++t)
-        if (chainOf[t] == chainOf[source])
-          holds[transfers[t].sender] = holds[transfers[t].receiver] = true;
-      std::vector<int64_t> lacking;
-      for (int64_t rank = 0; rank < 10; ++rank)
-        if (!holds[rank])
-          lacking.push_back(rank);
-      if (!lacking.empty()) {
-        forwarded.push_back(source);
-        chainOf.push_back(chainOf[source]);
-        transfers.push_back(
-            {from.receiver,
-             lacking[below(static_cast<int64_t>(lacking.size()))], from.bytes,
-             round});
-        continue;
-      }
-    }
-    int64_t sender = below(10);
-    forwarded.push_back(std::nullopt);
-    chainOf.push_back(transfers.size());
-    transfers.push_back(
-        {sender, (sender + 1 + below(9)) % 10, 1 + below(15), round});
-  }
-  Plan plan = planOf(transfers);
-  for (size_t t = 0; t < transfers.size(); ++t)
-    if (forwarded[t])
-      forwardOf(plan, static_cast<int32_t>(t),
-                static_cast<int32_t>(*forwarded[t]));
-  return plan;
-}
-
-TEST(Schedule, RefiningBesideTheListsGivesTheSamePlan) {
-  // With every plan refining its best candidate beside the list schedules,
-  // on two threads, the plan is the one that refining the winner after
-  // them gives: whether a list wins or the candidate refined early does.
-  llvm::StdThreadPool pool(llvm::hardware_concurrency(2));
-  CostModel model;
-  auto scheduled = [&](Plan plan, llvm::ThreadPoolInterface *threads) {
-    ScheduleOptions options{40};
-    options.model = &model;
-    options.pool = threads;
-    options.refineBesideListsFrom = 0;
-    llvm::Expected<ScheduleStats> stats = schedule(plan, options);
-    if (!stats)
-      ADD_FAILURE() << llvm::toString(stats.takeError());
-    std::vector<std::tuple<int64_t, int64_t, int64_t, int32_t>> steps;
-    for (const Message &message : plan.messages)
-      steps.emplace_back(message.step, message.sender, message.receiver,
-                         message.parts.front().slice);
-    return steps;
-  };
-  for (unsigned seed = 1; seed <= 32; ++seed) {
-    Plan plan = randomForwards(seed, 60);
-    EXPECT_EQ(scheduled(plan, &pool), scheduled(plan, nullptr)) << seed;
-  }
 }
 
 TEST(Schedule, RejectsForwardsOfWhatArrivesInTheSameRound) {
