@@ -1868,13 +1868,12 @@ balanceSteps(Plan &plan, const std::map<int64_t, std::vector<size_t>> &byRound,
   // Candidate `index`, refined: the one refined above where it is that
   // (taken once).
   auto refined = [&](size_t index, const Schedule &candidate) {
-    Schedule schedule;
     if (early && index == earlyIndex) {
-      schedule = std::move(*early);
+      Schedule schedule = std::move(*early);
       early.reset();
       return schedule;
     }
-    schedule = candidate;
+    Schedule schedule = candidate;
     refine(schedule);
     return schedule;
   };

@@ -16,11 +16,6 @@ using namespace m2n::plan::testing;
 
 namespace {
 
-bool operator==(const Message &a, const Message &b) {
-  return a.step == b.step && a.sender == b.sender && a.receiver == b.receiver &&
-         a.parts == b.parts && a.bytes == b.bytes && a.zeroCopy == b.zeroCopy;
-}
-
 Message message(int64_t step, int64_t sender, int64_t receiver,
                 std::vector<MessagePart> parts, int64_t bytes,
                 bool zeroCopy = false) {

@@ -120,6 +120,11 @@ struct Message {
   std::vector<MessagePart> parts;
   int64_t bytes = 0;
   bool zeroCopy = false;
+  bool operator==(const Message &other) const {
+    return step == other.step && sender == other.sender &&
+           receiver == other.receiver && parts == other.parts &&
+           bytes == other.bytes && zeroCopy == other.zeroCopy;
+  }
 };
 
 struct Plan {
