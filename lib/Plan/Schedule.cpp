@@ -1035,6 +1035,9 @@ struct ListOrder {
   std::vector<uint32_t> placeOf;
   /// The places of the messages that wait on nothing, in order.
   std::vector<uint32_t> unblocked;
+  /// The block of the message at each place (Dependencies::blockOf): read
+  /// as each is placed, in place order, not all over the messages.
+  std::vector<uint32_t> blockAt;
 
   /// The places of the messages that wait on exactly set s, in order: read
   /// together as the set's last input arrives, where their places one by
@@ -1078,9 +1081,11 @@ struct ListOrder {
     llvm::sort(keys);
     messageAt.resize(count);
     placeOf.resize(count);
+    blockAt.resize(count);
     for (size_t p = 0; p < count; ++p) {
       messageAt[p] = std::get<4>(keys[p]);
       placeOf[messageAt[p]] = static_cast<uint32_t>(p);
+      blockAt[p] = dependencies.blockOf(messageAt[p]);
       if (dependencies.setOf(messageAt[p]) == Dependencies::kNoSet)
         unblocked.push_back(static_cast<uint32_t>(p));
     }
@@ -1131,8 +1136,7 @@ private:
 namespace {
 /// What a list schedule reads of the message at each place of a
 /// ListOrder, in the rank slots of a StepLoads over all of a plan's
-/// messages, and the smallest seconds among them: the same for every list
-/// schedule of the order.
+/// messages: the same for every list schedule of the order.
 struct ListFootprints {
   /// What a look at a waiting message reads first: its ends and seconds.
   struct Look {
@@ -1143,18 +1147,29 @@ struct ListFootprints {
   /// The staging bytes of each place's message, read when its ends have
   /// room: apart, so that the looks' table stays small.
   std::vector<int64_t> bytes;
-  double smallest = std::numeric_limits<double>::infinity();
+  /// Each place's seconds as their rank among the distinct seconds of all
+  /// places: ordered as the seconds are, and small enough to keep beside
+  /// each ready place.
+  std::vector<uint32_t> secondsRank;
 
   ListFootprints(const Plan &plan, const ListOrder &order,
                  const StepLoads &loads) {
     byPlace.reserve(order.messageAt.size());
     bytes.reserve(order.messageAt.size());
+    std::vector<double> distinct;
+    distinct.reserve(order.messageAt.size());
     for (uint32_t m : order.messageAt) {
       StepLoads::Footprint footprint = loads.footprint(plan.messages[m]);
       byPlace.push_back({footprint.from, footprint.to, footprint.seconds});
       bytes.push_back(footprint.bytes);
-      smallest = std::min(smallest, footprint.seconds);
+      distinct.push_back(footprint.seconds);
     }
+    llvm::sort(distinct);
+    distinct.erase(llvm::unique(distinct), distinct.end());
+    secondsRank.reserve(byPlace.size());
+    for (const Look &look : byPlace)
+      secondsRank.push_back(static_cast<uint32_t>(
+          llvm::lower_bound(distinct, look.seconds) - distinct.begin()));
   }
 };
 
@@ -1266,11 +1281,27 @@ static Schedule listSchedule(const Plan &plan, const Dependencies &dependencies,
     return fill.seconds(stepSeconds) + left + stepSeconds >
            giveUpAbove * (1 + 1e-9);
   };
-  // The ranks that no message fits in this step any more, by step + 1:
-  // most waiting messages wait on those, and are passed over at a glance.
-  std::vector<uint32_t> sendsFull(loads.slotCount(), 0),
-      receivesFull(loads.slotCount(), 0);
-  std::vector<uint32_t> ready = order.unblocked, waiting, arrived;
+  // A rank's sends (or receives) that failed to take a message in this
+  // step fail for every message at least as long, for the rest of it: a
+  // rank's work in a step only grows. So each rank keeps the rank of the
+  // shortest such message's seconds (ListFootprints::secondsRank), and the
+  // ready messages it rules out, most of them, are passed over at a glance
+  // at what each ready place keeps beside it, not at its footprint.
+  constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  std::vector<uint32_t> sendsFailFrom(loads.slotCount()),
+      receivesFailFrom(loads.slotCount());
+  struct Ready {
+    uint32_t place, from, to, secondsRank;
+  };
+  auto readyAt = [&](uint32_t p) {
+    const ListFootprints::Look &look = footprints.byPlace[p];
+    return Ready{p, look.from, look.to, footprints.secondsRank[p]};
+  };
+  std::vector<Ready> ready;
+  ready.reserve(order.unblocked.size());
+  for (uint32_t p : order.unblocked)
+    ready.push_back(readyAt(p));
+  std::vector<uint32_t> arrived;
   Schedule placement;
   placement.steps.assign(count, 0);
   // Every step places a message at least: the first ready one finds its
@@ -1281,40 +1312,53 @@ static Schedule listSchedule(const Plan &plan, const Dependencies &dependencies,
       return placement;
     }
     fill.next();
-    waiting.clear();
+    std::fill(sendsFailFrom.begin(), sendsFailFrom.end(), kNone);
+    std::fill(receivesFailFrom.begin(), receivesFailFrom.end(), kNone);
     arrived.clear();
     looks += static_cast<double>(ready.size());
-    auto mark = static_cast<uint32_t>(step + 1);
-    for (uint32_t p : ready) {
-      const ListFootprints::Look &look = footprints.byPlace[p];
-      uint32_t from = look.from, to = look.to;
-      if (sendsFull[from] == mark || receivesFull[to] == mark) {
-        waiting.push_back(p);
+    // The messages left waiting stay in `ready`, moved up over those
+    // placed, in order.
+    size_t waiting = 0;
+    for (size_t r = 0; r < ready.size(); ++r) {
+      const Ready candidate = ready[r];
+      uint32_t p = candidate.place, from = candidate.from, to = candidate.to;
+      if (candidate.secondsRank >= sendsFailFrom[from] ||
+          candidate.secondsRank >= receivesFailFrom[to]) {
+        ready[waiting++] = candidate;
         continue;
       }
+      const ListFootprints::Look &look = footprints.byPlace[p];
       if (!fill.take(look, footprints.bytes[p], share)) {
-        if (fill.sendsFull(from, share, footprints.smallest))
-          sendsFull[from] = mark;
-        if (fill.receivesFull(to, share, footprints.smallest))
-          receivesFull[to] = mark;
-        waiting.push_back(p);
+        if (fill.sendsFull(from, share, look.seconds))
+          sendsFailFrom[from] =
+              std::min(sendsFailFrom[from], candidate.secondsRank);
+        if (fill.receivesFull(to, share, look.seconds))
+          receivesFailFrom[to] =
+              std::min(receivesFailFrom[to], candidate.secondsRank);
+        ready[waiting++] = candidate;
         continue;
       }
       toSend[from] -= look.seconds;
       toReceive[to] -= look.seconds;
-      uint32_t m = order.messageAt[p];
-      placement.steps[m] = static_cast<int64_t>(step);
-      uint32_t block = dependencies.blockOf(m);
+      placement.steps[order.messageAt[p]] = static_cast<int64_t>(step);
+      uint32_t block = order.blockAt[p];
       if (block == Dependencies::kNoSet || --blockMissing[block] > 0)
         continue;
       for (uint32_t set : dependencies.setsWaitingOnBlock(block))
         if (--missing[set] == 0)
           llvm::append_range(arrived, order.placesWaitingOn(dependencies, set));
     }
+    // The arrived join them in place order, merged from the back, so that
+    // the waiting before the first arrived are not moved again.
     llvm::sort(arrived);
-    ready.clear();
-    std::merge(waiting.begin(), waiting.end(), arrived.begin(), arrived.end(),
-               std::back_inserter(ready));
+    size_t left = waiting, next = waiting + arrived.size();
+    ready.resize(next);
+    for (size_t a = arrived.size(); a > 0;) {
+      if (left > 0 && ready[left - 1].place > arrived[a - 1])
+        ready[--next] = ready[--left];
+      else
+        ready[--next] = readyAt(arrived[--a]);
+    }
   }
   placement.count = fill.steps();
   placement.stagingPeak = fill.peak();
