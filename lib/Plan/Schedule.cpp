@@ -1147,10 +1147,10 @@ struct ListFootprints {
   /// The staging bytes of each place's message, read when its ends have
   /// room: apart, so that the looks' table stays small.
   std::vector<int64_t> bytes;
-  /// Each place's seconds as their rank among the distinct seconds of all
-  /// places: ordered as the seconds are, and small enough to keep beside
-  /// each ready place.
-  std::vector<uint32_t> secondsRank;
+  /// Each place's seconds as their index among the distinct seconds of
+  /// all places: ordered as the seconds are, and small enough to keep
+  /// beside each ready place.
+  std::vector<uint32_t> secondsIndex;
 
   ListFootprints(const Plan &plan, const ListOrder &order,
                  const StepLoads &loads) {
@@ -1166,9 +1166,9 @@ struct ListFootprints {
     }
     llvm::sort(distinct);
     distinct.erase(llvm::unique(distinct), distinct.end());
-    secondsRank.reserve(byPlace.size());
+    secondsIndex.reserve(byPlace.size());
     for (const Look &look : byPlace)
-      secondsRank.push_back(static_cast<uint32_t>(
+      secondsIndex.push_back(static_cast<uint32_t>(
           llvm::lower_bound(distinct, look.seconds) - distinct.begin()));
   }
 };
@@ -1283,19 +1283,19 @@ static Schedule listSchedule(const Plan &plan, const Dependencies &dependencies,
   };
   // A rank's sends (or receives) that failed to take a message in this
   // step fail for every message at least as long, for the rest of it: a
-  // rank's work in a step only grows. So each rank keeps the rank of the
-  // shortest such message's seconds (ListFootprints::secondsRank), and the
-  // ready messages it rules out, most of them, are passed over at a glance
-  // at what each ready place keeps beside it, not at its footprint.
+  // rank's work in a step only grows. So each rank keeps the shortest such
+  // message's index of seconds (ListFootprints::secondsIndex), and the
+  // ready messages that rules out are passed over at a glance at what each
+  // ready place keeps beside it, not at its footprint.
   constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
   std::vector<uint32_t> sendsFailFrom(loads.slotCount()),
       receivesFailFrom(loads.slotCount());
   struct Ready {
-    uint32_t place, from, to, secondsRank;
+    uint32_t place, from, to, secondsIndex;
   };
   auto readyAt = [&](uint32_t p) {
     const ListFootprints::Look &look = footprints.byPlace[p];
-    return Ready{p, look.from, look.to, footprints.secondsRank[p]};
+    return Ready{p, look.from, look.to, footprints.secondsIndex[p]};
   };
   std::vector<Ready> ready;
   ready.reserve(order.unblocked.size());
@@ -1322,8 +1322,8 @@ static Schedule listSchedule(const Plan &plan, const Dependencies &dependencies,
     for (size_t r = 0; r < ready.size(); ++r) {
       const Ready candidate = ready[r];
       uint32_t p = candidate.place, from = candidate.from, to = candidate.to;
-      if (candidate.secondsRank >= sendsFailFrom[from] ||
-          candidate.secondsRank >= receivesFailFrom[to]) {
+      if (candidate.secondsIndex >= sendsFailFrom[from] ||
+          candidate.secondsIndex >= receivesFailFrom[to]) {
         ready[waiting++] = candidate;
         continue;
       }
@@ -1331,10 +1331,10 @@ static Schedule listSchedule(const Plan &plan, const Dependencies &dependencies,
       if (!fill.take(look, footprints.bytes[p], share)) {
         if (fill.sendsFull(from, share, look.seconds))
           sendsFailFrom[from] =
-              std::min(sendsFailFrom[from], candidate.secondsRank);
+              std::min(sendsFailFrom[from], candidate.secondsIndex);
         if (fill.receivesFull(to, share, look.seconds))
           receivesFailFrom[to] =
-              std::min(receivesFailFrom[to], candidate.secondsRank);
+              std::min(receivesFailFrom[to], candidate.secondsIndex);
         ready[waiting++] = candidate;
         continue;
       }
